@@ -1,0 +1,1 @@
+//! Kubernetes-exact quantity arithmetic (parse, add, multiply, canonical printing).
