@@ -3,4 +3,21 @@
 //!
 //! Pure: no I/O, no environment reads. Other controllers can depend on this crate alone.
 
+pub mod constants;
 pub mod quantity;
+
+pub mod common;
+pub mod crds;
+pub mod raycluster;
+pub mod raycronjob;
+pub mod rayjob;
+pub mod rayservice;
+mod schema_util;
+mod string_enum;
+pub mod yaml;
+
+pub use common::*;
+pub use raycluster::*;
+pub use raycronjob::*;
+pub use rayjob::*;
+pub use rayservice::*;
