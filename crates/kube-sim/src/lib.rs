@@ -1,2 +1,29 @@
 //! A simulated Kubernetes control plane over HTTP — API server, hollow scheduler, kubelet, Job
 //! controller, garbage collector, fault injection — and a hollow Ray head, for tests, demos and benchmarks.
+//!
+//! Start one in-process with [`SimServer::start`]; talk to it with [`SimHandle::client`] (a real `kube::Client`)
+//! or directly through [`SimHandle::store`]. See `docs/kube-sim.md` for what is simulated.
+
+// `ApiError` carries the whole Kubernetes `Status` (details, list metadata, Retry-After) by value because it
+// is rendered on the wire as is; errors are the rare path of a simulator, so their size is not worth boxing.
+#![allow(clippy::result_large_err, clippy::large_enum_variant)]
+
+pub mod agents;
+pub mod config;
+pub mod error;
+pub mod faults;
+pub mod http;
+pub mod kinds;
+pub mod patch;
+pub mod select;
+pub mod server;
+pub mod store;
+pub mod validate;
+
+pub use config::{AgentConfig, SimConfig};
+pub use error::ApiError;
+pub use faults::FaultConfig;
+pub use http::proxy::{ProxyBackend, ProxyRequest, ProxyResponse};
+pub use kinds::{Gvr, ResourceInfo};
+pub use server::{SimHandle, SimServer};
+pub use store::{DeleteOptions, ListOptions, PatchKind, Propagation, Store, StoredObject, WatchEvent, WatchOptions};

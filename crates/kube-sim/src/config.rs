@@ -1,0 +1,109 @@
+//! Configuration of the simulator: the API server ([`SimConfig`]) and the hollow agents ([`AgentConfig`]).
+
+use std::time::Duration;
+
+use crate::faults::FaultConfig;
+
+/// Configuration of the hollow agents (nodes, scheduler, kubelet, Job controller, Volcano emulation).
+///
+/// The API server only carries this struct; the agents in [`crate::agents`] consume it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// Run any agents at all.
+    pub enabled: bool,
+    /// Number of hollow nodes (`kube-sim-node-{i}`).
+    pub nodes: usize,
+    /// Allocatable CPU per node (a Kubernetes quantity, e.g. `"1k"`).
+    pub node_cpu: String,
+    /// Allocatable memory per node (a Kubernetes quantity, e.g. `"1Ti"`).
+    pub node_memory: String,
+    /// Allocatable pods per node.
+    pub node_pods: u64,
+    /// Extra labels on every node.
+    pub node_labels: Vec<(String, String)>,
+    /// Delay between a pod being bound and the kubelet reporting it Running.
+    pub pod_start_delay: Duration,
+    /// Run the scheduler.
+    pub scheduler: bool,
+    /// Run the hollow kubelet.
+    pub kubelet: bool,
+    /// Run the Job controller.
+    pub job_controller: bool,
+    /// Emulate Volcano gang scheduling and PodGroup status.
+    pub volcano: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            nodes: 3,
+            node_cpu: "1k".into(),
+            node_memory: "1Ti".into(),
+            node_pods: 1_000_000,
+            node_labels: Vec::new(),
+            pod_start_delay: Duration::ZERO,
+            scheduler: true,
+            kubelet: true,
+            job_controller: true,
+            volcano: true,
+        }
+    }
+}
+
+/// Configuration of the API server and its store.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: std::net::SocketAddr,
+    /// Bearer token written into the kubeconfig (not enforced).
+    pub token: String,
+    /// RNG seed for uids, generated names and fault injection.
+    pub seed: u64,
+    /// Events kept per resource for watch resumption.
+    pub history_len: usize,
+    /// Capacity of each resource's event fan-out channel; a watcher lagging further is disconnected.
+    pub watch_channel_capacity: usize,
+    /// Interval between periodic BOOKMARK events on watches that asked for them.
+    pub bookmark_interval: Duration,
+    /// Cap on a watch's lifetime (the request's `timeoutSeconds` is honoured when shorter).
+    pub max_watch_timeout: Duration,
+    /// Delay before the garbage collector acts on an owner change.
+    pub gc_delay: Duration,
+    /// Lifetime of list `continue` tokens.
+    pub continue_ttl: Duration,
+    /// Reject Pods whose ServiceAccount does not exist (403).
+    pub service_account_admission: bool,
+    /// Namespaces created at startup besides the four system ones.
+    pub extra_namespaces: Vec<String>,
+    /// CRD manifests (YAML, possibly multi-document) loaded at startup.
+    pub crd_files: Vec<std::path::PathBuf>,
+    /// Fault injection on the HTTP layer.
+    pub faults: FaultConfig,
+    /// Hollow agent settings.
+    pub agents: AgentConfig,
+    /// Keep a log of HTTP requests (see [`crate::SimHandle::request_log`]).
+    pub request_log: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: "kube-sim-token".into(),
+            seed: 42,
+            history_len: 10_000,
+            watch_channel_capacity: 16_384,
+            bookmark_interval: Duration::from_secs(60),
+            max_watch_timeout: Duration::from_secs(1800),
+            gc_delay: Duration::ZERO,
+            continue_ttl: Duration::from_secs(300),
+            service_account_admission: true,
+            extra_namespaces: Vec::new(),
+            crd_files: Vec::new(),
+            faults: FaultConfig::default(),
+            agents: AgentConfig::default(),
+            request_log: true,
+        }
+    }
+}

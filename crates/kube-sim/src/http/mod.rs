@@ -1,0 +1,633 @@
+//! The HTTP front end: URL grammar (spec §1.2), verbs (§2.1), Status errors (§2.2), metadata-only responses,
+//! discovery, the service proxy and fault injection.
+
+pub mod discovery;
+pub mod proxy;
+mod watch;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::faults::{FaultConfig, FaultState};
+use crate::kinds::{Gvr, ResourceInfo};
+use crate::patch::PatchKind;
+use crate::select::LabelSelector;
+use crate::store::{DeleteOptions, ListOptions, ListResult, Store, StoredObject};
+use proxy::{ProxyRegistry, ProxyRequest};
+
+/// Response body type of the server.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The `Accept` marker of metadata-only requests.
+const PARTIAL_METADATA_MARKER: &str = "as=PartialObjectMetadata";
+/// Content type of every Kubernetes API response.
+const JSON: &str = "application/json";
+
+/// One logged HTTP request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestLogEntry {
+    /// HTTP method.
+    pub method: String,
+    /// Path.
+    pub path: String,
+    /// Raw query string.
+    pub query: String,
+    /// `Accept` header.
+    pub accept: String,
+    /// `Content-Type` header.
+    pub content_type: String,
+    /// Response status.
+    pub status: u16,
+}
+
+/// Request counters for `/sim/v1/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests served.
+    pub requests: AtomicU64,
+    /// Error responses (4xx/5xx).
+    pub errors: AtomicU64,
+    /// Watch events sent.
+    pub watch_events: AtomicU64,
+    /// Watch streams currently open.
+    pub open_watches: AtomicU64,
+    /// In-stream 410 errors sent.
+    pub expired_watches: AtomicU64,
+}
+
+/// Shared state of the HTTP layer.
+pub struct HttpState {
+    /// The object store.
+    pub store: Store,
+    /// Fault injection state.
+    pub faults: Mutex<FaultState>,
+    /// Service proxy backends.
+    pub proxies: ProxyRegistry,
+    /// Bumped to sever every open watch; the payload says whether to send an in-stream 410 first.
+    pub sever: tokio::sync::watch::Sender<(u64, bool)>,
+    /// Request log (when enabled).
+    pub log: Mutex<Vec<RequestLogEntry>>,
+    /// Whether to log requests.
+    pub log_enabled: bool,
+    /// Periodic bookmark interval.
+    pub bookmark_interval: Mutex<Duration>,
+    /// Cap on watch duration.
+    pub max_watch_timeout: Mutex<Duration>,
+    /// Metrics counters.
+    pub counters: Counters,
+    /// The listening address (for discovery).
+    pub addr: std::net::SocketAddr,
+}
+
+impl std::fmt::Debug for HttpState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpState").field("addr", &self.addr).finish()
+    }
+}
+
+impl HttpState {
+    /// Creates the HTTP state.
+    pub fn new(store: Store, config: &crate::SimConfig, addr: std::net::SocketAddr) -> Self {
+        Self {
+            store,
+            faults: Mutex::new(FaultState::new(config.faults.clone())),
+            proxies: ProxyRegistry::default(),
+            sever: tokio::sync::watch::channel((0, false)).0,
+            log: Mutex::new(Vec::new()),
+            log_enabled: config.request_log,
+            bookmark_interval: Mutex::new(config.bookmark_interval),
+            max_watch_timeout: Mutex::new(config.max_watch_timeout),
+            counters: Counters::default(),
+            addr,
+        }
+    }
+
+    /// Replaces the fault configuration.
+    pub fn set_faults(&self, config: FaultConfig) {
+        *self.faults.lock() = FaultState::new(config);
+    }
+
+    /// Closes every open watch stream (optionally after an in-stream 410 `Expired`).
+    pub fn sever_watches(&self, expire: bool) {
+        self.sever.send_modify(|(n, e)| {
+            *n += 1;
+            *e = expire;
+        });
+    }
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
+
+/// A JSON response.
+pub fn json_response(code: u16, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    r
+}
+
+fn value_response(code: u16, v: &Value) -> Response<Body> {
+    json_response(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// A `Status` error response.
+pub fn error_response(e: &ApiError) -> Response<Body> {
+    let mut r = value_response(e.code, &e.to_status());
+    if let Some(secs) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+fn text_response(code: u16, text: &'static str) -> Response<Body> {
+    let mut r = Response::new(full(text));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// Parsed query parameters (`?&a=b`, bare `?` and `+` spaces accepted).
+#[derive(Debug, Default)]
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    fn parse(q: &str) -> Self {
+        Self(
+            form_urlencoded::parse(q.as_bytes())
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    fn flag(&self, k: &str) -> bool {
+        matches!(self.get(k), Some("true" | "1"))
+    }
+}
+
+/// A request resolved against the URL grammar.
+#[derive(Debug, Clone)]
+struct Route {
+    gvr: Gvr,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+    /// Path after the subresource (service proxy).
+    rest: String,
+}
+
+/// Parses `/api/v1/...` and `/apis/{g}/{v}/...` resource paths. `Ok(None)` for discovery paths.
+fn parse_route(segs: &[&str]) -> Result<Option<Route>, ApiError> {
+    let (group, version, rest) = match segs {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Ok(None),
+    };
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    let mk = |plural: &str, ns: Option<&str>, name: Option<&str>, sub: Option<&str>, tail: &[&str]| Route {
+        gvr: Gvr::new(group, version, plural),
+        namespace: ns.map(str::to_string),
+        name: name.map(str::to_string),
+        subresource: sub.map(str::to_string),
+        rest: if tail.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", tail.join("/"))
+        },
+    };
+    let route = match rest {
+        ["namespaces", ns, sub @ ("status" | "finalize")] => mk("namespaces", None, Some(ns), Some(sub), &[]),
+        ["namespaces", ns, plural] => mk(plural, Some(ns), None, None, &[]),
+        ["namespaces", ns, plural, name] => mk(plural, Some(ns), Some(name), None, &[]),
+        ["namespaces", ns, plural, name, sub, tail @ ..] => mk(plural, Some(ns), Some(name), Some(sub), tail),
+        [plural] => mk(plural, None, None, None, &[]),
+        [plural, name] => mk(plural, None, Some(name), None, &[]),
+        [plural, name, sub, tail @ ..] => mk(plural, None, Some(name), Some(sub), tail),
+        [] => return Ok(None),
+    };
+    Ok(Some(route))
+}
+
+/// The verb name used by fault rules and metrics.
+fn verb_of(method: &Method, route: &Route, q: &Query) -> &'static str {
+    match (method.as_str(), route.name.is_some()) {
+        ("GET", false) if q.flag("watch") => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => "other",
+    }
+}
+
+/// Serves one HTTP request.
+pub async fn handle(state: Arc<HttpState>, req: Request<hyper::body::Incoming>) -> Result<Response<Body>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let query_str = req.uri().query().unwrap_or_default().to_string();
+    let header_str = |h: header::HeaderName| {
+        req.headers()
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let accept = header_str(header::ACCEPT);
+    let content_type = header_str(header::CONTENT_TYPE);
+    let headers = req.headers().clone();
+    state.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let ctx = Ctx {
+        state: state.clone(),
+        method: method.clone(),
+        accept: accept.clone(),
+        content_type: content_type.clone(),
+        headers,
+        body,
+    };
+    let resp = ctx.dispatch(&path, &query_str).await;
+    let status = resp.status().as_u16();
+    if status >= 400 {
+        state.counters.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    if state.log_enabled {
+        state.log.lock().push(RequestLogEntry {
+            method: method.to_string(),
+            path,
+            query: query_str,
+            accept,
+            content_type,
+            status,
+        });
+    }
+    Ok(resp)
+}
+
+struct Ctx {
+    state: Arc<HttpState>,
+    method: Method,
+    accept: String,
+    content_type: String,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+impl Ctx {
+    fn store(&self) -> &Store {
+        &self.state.store
+    }
+
+    fn metadata_only(&self) -> bool {
+        self.accept.contains(PARTIAL_METADATA_MARKER)
+    }
+
+    async fn dispatch(&self, path: &str, query: &str) -> Response<Body> {
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        if let Some(r) = discovery::serve(&self.state, &self.method, &segs, &self.accept) {
+            return r;
+        }
+        match segs.as_slice() {
+            ["healthz" | "livez" | "readyz", ..] => return text_response(200, "ok"),
+            ["sim", "v1", rest @ ..] => return self.sim_control(rest),
+            _ => {}
+        }
+        let route = match parse_route(&segs) {
+            Ok(Some(r)) => r,
+            Ok(None) => return error_response(&ApiError::no_route()),
+            Err(e) => return error_response(&e),
+        };
+        let q = Query::parse(query);
+        let verb = verb_of(&self.method, &route, &q);
+        let (latency, injected) = {
+            let mut f = self.state.faults.lock();
+            (f.config().latency, f.decide(verb, &route.gvr.resource))
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if let Some(e) = injected {
+            return error_response(&e);
+        }
+        match self.resource(route, &q, verb).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        }
+    }
+
+    fn sim_control(&self, rest: &[&str]) -> Response<Body> {
+        match (self.method.as_str(), rest) {
+            ("GET", ["metrics"]) => {
+                let c = &self.state.counters;
+                value_response(
+                    200,
+                    &json!({
+                        "resourceVersion": self.store().current_rv(),
+                        "requests": c.requests.load(Ordering::Relaxed),
+                        "errors": c.errors.load(Ordering::Relaxed),
+                        "watchEvents": c.watch_events.load(Ordering::Relaxed),
+                        "openWatches": c.open_watches.load(Ordering::Relaxed),
+                        "expiredWatches": c.expired_watches.load(Ordering::Relaxed),
+                        "objects": self.store().object_counts(),
+                    }),
+                )
+            }
+            ("POST", ["compact"]) => {
+                self.store().compact();
+                value_response(200, &json!({"resourceVersion": self.store().current_rv()}))
+            }
+            ("POST", ["sever-watches"]) => {
+                self.state.sever_watches(false);
+                value_response(200, &json!({}))
+            }
+            ("POST", ["faults"]) => match std::str::from_utf8(&self.body)
+                .map_err(|e| e.to_string())
+                .and_then(|s| FaultConfig::parse(s).map_err(|e| e.to_string()))
+            {
+                Ok(cfg) => {
+                    self.state.set_faults(cfg);
+                    value_response(200, &json!({}))
+                }
+                Err(e) => error_response(&ApiError::bad_request(e)),
+            },
+            _ => error_response(&ApiError::no_route()),
+        }
+    }
+
+    fn parse_body(&self) -> Result<Value, ApiError> {
+        if self.body.is_empty() {
+            return Ok(json!({}));
+        }
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ApiError::bad_request(format!("unable to decode the request body: {e}")))
+    }
+
+    fn object_response(&self, code: u16, obj: &StoredObject) -> Response<Body> {
+        if self.metadata_only() {
+            value_response(code, &obj.partial_metadata())
+        } else {
+            json_response(code, obj.json.clone())
+        }
+    }
+
+    async fn resource(&self, route: Route, q: &Query, verb: &str) -> Result<Response<Body>, ApiError> {
+        let info = self.store().resource(&route.gvr).ok_or_else(ApiError::no_route)?;
+        if route.namespace.is_some() && !info.namespaced {
+            return Err(ApiError::no_route());
+        }
+        let ns = route.namespace.as_deref();
+        if info.namespaced && route.name.is_some() && ns.is_none() {
+            return Err(ApiError::no_route());
+        }
+        let gvr = &route.gvr;
+        match route.subresource.as_deref() {
+            None | Some("status") => {}
+            Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
+            Some("log") if info.gvr.resource == "pods" && verb == "get" => {
+                let name = route.name.as_deref().unwrap_or_default();
+                self.store().get(gvr, ns, name)?;
+                return Ok(text_response(
+                    200,
+                    "kube-sim: containers do not run, so there are no logs\n",
+                ));
+            }
+            Some("finalize") if info.gvr.resource == "namespaces" && verb == "update" => {
+                let mut body = self.parse_body()?;
+                let name = route.name.clone().unwrap_or_default();
+                let cur = self.store().get(gvr, None, &name)?;
+                let mut merged = cur.value.clone();
+                merged["spec"]["finalizers"] = body["spec"]["finalizers"].take();
+                let obj = self.store().update(gvr, None, merged, None)?;
+                return Ok(self.object_response(200, &obj));
+            }
+            Some(_) => return Err(ApiError::no_route()),
+        }
+        let sub = route.subresource.as_deref();
+        match (verb, route.name.as_deref()) {
+            ("list", None) => self.list(&info, ns, q),
+            ("watch", None) => watch::serve(
+                self.state.clone(),
+                info,
+                route.namespace.clone(),
+                q,
+                self.metadata_only(),
+            ),
+            ("create", None) => {
+                let obj = self.parse_body()?;
+                let created = self.store().create(gvr, ns, obj)?;
+                Ok(self.object_response(201, &created))
+            }
+            ("deletecollection", None) => {
+                let opts = self.delete_options(q)?;
+                let list = self.list_options(&info, q)?;
+                let results = self.store().delete_collection(gvr, ns, &list, &opts)?;
+                let items: Vec<_> = results.into_iter().map(|r| r.object).collect();
+                let res = ListResult {
+                    items,
+                    resource_version: self.store().current_rv(),
+                    continue_token: None,
+                    remaining: None,
+                };
+                Ok(json_response(200, self.list_body(&info, &res)))
+            }
+            ("get", Some(name)) => {
+                let object = self.store().get(gvr, ns, name)?;
+                Ok(self.object_response(200, &object))
+            }
+            ("update", Some(name)) => {
+                let mut obj = self.parse_body()?;
+                match obj["metadata"]["name"].as_str() {
+                    Some(n) if n != name => {
+                        return Err(ApiError::bad_request(
+                            "the name of the object does not match the name on the URL",
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        if !obj["metadata"].is_object() {
+                            obj["metadata"] = json!({});
+                        }
+                        obj["metadata"]["name"] = json!(name);
+                    }
+                }
+                let (o, created) = self.store().update_or_create(gvr, ns, obj, sub)?;
+                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+            }
+            ("patch", Some(name)) => {
+                let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
+                    ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
+                })?;
+                let body = match &mut kind {
+                    PatchKind::Apply { field_manager, force } => {
+                        *field_manager = q.get("fieldManager").map(str::to_string);
+                        *force = q.flag("force");
+                        crate::patch::parse_apply_body(&self.body)?
+                    }
+                    _ => serde_json::from_slice(&self.body)
+                        .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
+                };
+                let (o, created) = self.store().patch_or_create(gvr, ns, name, &kind, &body, sub)?;
+                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+            }
+            ("delete", Some(name)) => {
+                let opts = self.delete_options(q)?;
+                let out = self.store().delete(gvr, ns, name, &opts)?;
+                let mut resp = if out.finished && !info.return_deleted_object {
+                    let mut details = serde_json::Map::new();
+                    details.insert("name".into(), json!(name));
+                    if !info.gvr.group.is_empty() {
+                        details.insert("group".into(), json!(info.gvr.group));
+                    }
+                    details.insert("kind".into(), json!(info.gvr.resource));
+                    details.insert("uid".into(), json!(out.object.uid()));
+                    value_response(
+                        200,
+                        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+                    )
+                } else {
+                    self.object_response(200, &out.object)
+                };
+                if let Some(w) = out.warning
+                    && let Ok(v) = HeaderValue::from_str(&format!("299 - \"{w}\""))
+                {
+                    resp.headers_mut().insert(header::WARNING, v);
+                }
+                Ok(resp)
+            }
+            _ => Err(ApiError::method_not_allowed()),
+        }
+    }
+
+    fn delete_options(&self, q: &Query) -> Result<DeleteOptions, ApiError> {
+        let mut opts = DeleteOptions::from_json(&self.parse_body()?)?;
+        if let Some(p) = q.get("propagationPolicy") {
+            opts.propagation = Some(crate::store::Propagation::parse(p)?);
+        }
+        if let Some(g) = q.get("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+            opts.grace_period_seconds = Some(g);
+        }
+        Ok(opts)
+    }
+
+    fn list_options(&self, info: &ResourceInfo, q: &Query) -> Result<ListOptions, ApiError> {
+        let _ = info;
+        Ok(ListOptions {
+            label_selector: LabelSelector::parse(q.get("labelSelector").unwrap_or_default())?,
+            field_selector: q.get("fieldSelector").map(str::to_string),
+            limit: q.get("limit").and_then(|l| l.parse().ok()),
+            continue_token: q.get("continue").map(str::to_string),
+        })
+    }
+
+    fn list(&self, info: &ResourceInfo, ns: Option<&str>, q: &Query) -> Result<Response<Body>, ApiError> {
+        let opts = self.list_options(info, q)?;
+        let res = self.store().list(&info.gvr, ns, &opts)?;
+        Ok(json_response(200, self.list_body(info, &res)))
+    }
+
+    /// Streams a list body from pre-serialized items.
+    fn list_body(&self, info: &ResourceInfo, res: &ListResult) -> Bytes {
+        let meta_only = self.metadata_only();
+        let (kind, api_version) = if meta_only {
+            ("PartialObjectMetadataList".to_string(), "meta.k8s.io/v1".to_string())
+        } else {
+            (info.list_kind(), info.gvr.api_version())
+        };
+        let mut meta = serde_json::Map::new();
+        meta.insert("resourceVersion".into(), json!(res.resource_version.to_string()));
+        if let Some(c) = &res.continue_token {
+            meta.insert("continue".into(), json!(c));
+        }
+        if let Some(r) = res.remaining {
+            meta.insert("remainingItemCount".into(), json!(r));
+        }
+        let head = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
+        let mut out = BytesMut::with_capacity(256 + res.items.iter().map(|i| i.json.len() + 1).sum::<usize>());
+        let head_bytes = serde_json::to_vec(&head).unwrap_or_default();
+        // Drop the closing brace and append the items array.
+        out.put_slice(&head_bytes[..head_bytes.len().saturating_sub(1)]);
+        out.put_slice(b",\"items\":[");
+        for (i, item) in res.items.iter().enumerate() {
+            if i > 0 {
+                out.put_u8(b',');
+            }
+            if meta_only {
+                out.put_slice(&serde_json::to_vec(&item.partial_metadata()).unwrap_or_default());
+            } else {
+                out.put_slice(&item.json);
+            }
+        }
+        out.put_slice(b"]}");
+        out.freeze()
+    }
+
+    async fn proxy(&self, route: &Route) -> Result<Response<Body>, ApiError> {
+        let ns = route.namespace.clone().unwrap_or_default();
+        let raw = route.name.clone().unwrap_or_default();
+        let (svc, port) = match raw.split_once(':') {
+            Some((s, p)) => (s.to_string(), p.to_string()),
+            None => (raw.clone(), String::new()),
+        };
+        let obj = self.store().get(&Gvr::services(), Some(&ns), &svc)?;
+        let backend = self.state.proxies.find(&ns, &svc, &obj.value).ok_or_else(|| {
+            ApiError::new(
+                503,
+                "ServiceUnavailable",
+                format!("no endpoints available for service \"{svc}\""),
+            )
+        })?;
+        let req = ProxyRequest {
+            method: self.method.clone(),
+            namespace: ns,
+            service: svc,
+            port,
+            path: if route.rest.is_empty() {
+                "/".into()
+            } else {
+                route.rest.clone()
+            },
+            query: String::new(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            service_object: Arc::new(obj.value.clone()),
+        };
+        let started = Instant::now();
+        let resp = backend.handle(req).await;
+        tracing::trace!(elapsed = ?started.elapsed(), "proxied request");
+        let mut r = Response::new(full(resp.body));
+        *r.status_mut() = resp.status;
+        if let Ok(v) = HeaderValue::from_str(&resp.content_type) {
+            r.headers_mut().insert(header::CONTENT_TYPE, v);
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,1006 @@
+//! The in-process object store: the single source of truth behind the HTTP API and the hollow agents.
+//!
+//! Every write — from HTTP or from an agent — goes through the same pipeline: resolve the resource, validate
+//! names and metadata, apply the kind's strategy (defaults, status splitting, generation), enforce
+//! preconditions, suppress no-ops, then commit under one lock. A commit takes the next global
+//! `resourceVersion`, appends a [`StoreEvent`] to the resource's bounded history and fans it out to watchers.
+//!
+//! Quick reference (all methods are synchronous and cheap; watches are async):
+//!
+//! | Method | Upstream equivalent |
+//! |---|---|
+//! | [`Store::create`] | `POST {collection}` |
+//! | [`Store::get`] | `GET {collection}/{name}` |
+//! | [`Store::list`] | `GET {collection}?labelSelector=..` |
+//! | [`Store::update`] | `PUT {collection}/{name}[/status]` |
+//! | [`Store::patch`] | `PATCH {collection}/{name}[/status]` |
+//! | [`Store::delete`] | `DELETE {collection}/{name}` |
+//! | [`Store::delete_collection`] | `DELETE {collection}?labelSelector=..` |
+//! | [`Store::watch`] | `GET {collection}?watch=true&resourceVersion=N` |
+//!
+//! Namespaced resources take `Some(namespace)`; cluster-scoped ones take `None`.
+
+mod gc;
+mod strategy;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, broadcast, mpsc};
+
+pub use gc::GcTask;
+pub use watch::{WatchEvent, WatchOptions, WatchReceiver};
+
+use crate::error::{ApiError, FieldError};
+use crate::kinds::{Gvr, ResourceInfo, builtin_resources};
+pub use crate::patch::PatchKind;
+use crate::select::{FieldSelector, LabelSelector};
+
+/// Namespaces that exist from startup.
+pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+/// Finalizer the server adds for `propagationPolicy: Orphan`.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// Finalizer the server adds for `propagationPolicy: Foreground`.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// Namespace `spec.finalizers` entry the namespace controller removes.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+/// Warning sent when a Job is deleted without a propagation policy.
+pub const JOB_ORPHAN_WARNING: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+/// Maximum length of a `generateName` prefix.
+const MAX_GENERATE_NAME_PREFIX: usize = 58;
+/// Alphabet of generated name suffixes (upstream's vowel-free set).
+const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+/// Length of generated name suffixes.
+const NAME_SUFFIX_LEN: usize = 5;
+
+/// A stored object: its JSON value, its pre-serialized bytes and its resourceVersion.
+#[derive(Debug)]
+pub struct StoredObject {
+    /// The object as JSON.
+    pub value: Value,
+    /// `value` serialized once at commit time, so lists and watches never re-serialize.
+    pub json: Bytes,
+    /// `metadata.resourceVersion` as a number.
+    pub rv: u64,
+}
+
+impl StoredObject {
+    /// Wraps a value, stamping `metadata.resourceVersion = rv` and serializing it.
+    pub fn new(mut value: Value, rv: u64) -> Arc<Self> {
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        Arc::new(Self { value, json, rv })
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.value["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// `metadata.namespace`, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.value["metadata"]["namespace"].as_str()
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        self.value["metadata"]["uid"].as_str().unwrap_or_default()
+    }
+
+    /// The same object reported at another resourceVersion (used for DELETED-on-transition events).
+    pub fn with_rv(&self, rv: u64) -> Arc<Self> {
+        Self::new(self.value.clone(), rv)
+    }
+
+    /// The metadata-only (`PartialObjectMetadata`) rendering of this object.
+    pub fn partial_metadata(&self) -> Value {
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": self.value["metadata"]})
+    }
+}
+
+/// What happened to an object in a committed write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated (including deletion marking).
+    Modified,
+    /// Removed from storage.
+    Deleted,
+}
+
+/// One committed write, as kept in a resource's history and fanned out to watchers.
+#[derive(Debug)]
+pub struct StoreEvent {
+    /// The write's resourceVersion.
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// The new state (for deletions: the last state, stamped with the deletion RV).
+    pub object: Arc<StoredObject>,
+    /// The state before the write (for selector transitions); `None` for creations.
+    pub previous: Option<Arc<StoredObject>>,
+}
+
+/// The deletion propagation policy (`propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents are deleted in the background after the owner is gone.
+    Background,
+    /// The owner stays (with `foregroundDeletion`) until blocking dependents are gone.
+    Foreground,
+    /// Dependents lose their owner references and survive.
+    Orphan,
+}
+
+impl Propagation {
+    /// Parses `Background` / `Foreground` / `Orphan`.
+    pub fn parse(s: &str) -> Result<Self, ApiError> {
+        match s {
+            "Background" => Ok(Self::Background),
+            "Foreground" => Ok(Self::Foreground),
+            "Orphan" => Ok(Self::Orphan),
+            other => Err(ApiError::bad_request(format!(
+                "unsupported propagationPolicy: {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Options of a delete (the DeleteOptions body).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeleteOptions {
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+    /// `propagationPolicy`; `None` means the kind's default (Orphan for Jobs, Background otherwise).
+    pub propagation: Option<Propagation>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_rv: Option<String>,
+}
+
+impl DeleteOptions {
+    /// Parses a DeleteOptions JSON body (an empty body means defaults).
+    pub fn from_json(body: &Value) -> Result<Self, ApiError> {
+        let propagation = match body.get("propagationPolicy").and_then(Value::as_str) {
+            Some(p) => Some(Propagation::parse(p)?),
+            None => match body.get("orphanDependents").and_then(Value::as_bool) {
+                Some(true) => Some(Propagation::Orphan),
+                Some(false) => Some(Propagation::Background),
+                None => None,
+            },
+        };
+        Ok(Self {
+            grace_period_seconds: body.get("gracePeriodSeconds").and_then(Value::as_i64),
+            propagation,
+            precondition_uid: body["preconditions"]["uid"].as_str().map(str::to_string),
+            precondition_rv: body["preconditions"]["resourceVersion"].as_str().map(str::to_string),
+        })
+    }
+}
+
+/// The result of a delete.
+#[derive(Debug, Clone)]
+pub struct DeleteOutcome {
+    /// The object: its final state when `finished`, else its terminating state.
+    pub object: Arc<StoredObject>,
+    /// True when the object is gone; false when it is terminating (finalizers, graceful pod).
+    pub finished: bool,
+    /// A `Warning` header to send (Job default orphaning).
+    pub warning: Option<String>,
+}
+
+/// List options.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// Label selector (parsed).
+    pub label_selector: LabelSelector,
+    /// Field selector (parsed against the resource's kind).
+    pub field_selector: Option<String>,
+    /// Page size (`limit`); `None` or 0 returns everything.
+    pub limit: Option<usize>,
+    /// `continue` token from a previous page.
+    pub continue_token: Option<String>,
+}
+
+impl ListOptions {
+    /// Options with just a label selector string (parse errors become 400).
+    pub fn labels(selector: &str) -> Result<Self, ApiError> {
+        Ok(Self {
+            label_selector: LabelSelector::parse(selector)?,
+            ..Self::default()
+        })
+    }
+}
+
+/// One page of a list.
+#[derive(Debug, Clone)]
+pub struct ListResult {
+    /// Items in key order (namespace, name).
+    pub items: Vec<Arc<StoredObject>>,
+    /// The RV the list reflects (the first page's RV on later pages).
+    pub resource_version: u64,
+    /// Token for the next page, when more items remain.
+    pub continue_token: Option<String>,
+    /// Items after this page, when paging.
+    pub remaining: Option<usize>,
+}
+
+/// Object key within a resource: (namespace or "", name).
+type Key = (String, String);
+
+/// A reference to a stored object, used by the owner index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjRef {
+    /// The resource's group.
+    pub group: String,
+    /// The resource's plural.
+    pub resource: String,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Storage of one resource (all versions share it).
+struct KindStore {
+    objects: BTreeMap<Key, Arc<StoredObject>>,
+    history: VecDeque<Arc<StoreEvent>>,
+    /// Watches from an RV below this get 410 Expired.
+    floor: u64,
+    tx: broadcast::Sender<Arc<StoreEvent>>,
+}
+
+/// Everything behind the store lock.
+struct Inner {
+    rv: u64,
+    resources: HashMap<(String, String, String), Arc<ResourceInfo>>,
+    kinds: HashMap<(String, String), KindStore>,
+    /// Live objects by uid.
+    uids: HashMap<String, ObjRef>,
+    /// Owner uid → dependents.
+    dependents: HashMap<String, HashSet<ObjRef>>,
+    rng: fastrand::Rng,
+    next_service_ip: u32,
+    gc_tx: mpsc::UnboundedSender<GcTask>,
+}
+
+/// Settings of the store (a subset of [`crate::SimConfig`]).
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// Events kept per resource.
+    pub history_len: usize,
+    /// Fan-out channel capacity per resource.
+    pub channel_capacity: usize,
+    /// RNG seed.
+    pub seed: u64,
+    /// Garbage collector delay.
+    pub gc_delay: Duration,
+    /// Pod ServiceAccount admission.
+    pub service_account_admission: bool,
+    /// Lifetime of continue tokens.
+    pub continue_ttl: Duration,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let c = crate::SimConfig::default();
+        Self::from(&c)
+    }
+}
+
+impl From<&crate::SimConfig> for StoreConfig {
+    fn from(c: &crate::SimConfig) -> Self {
+        Self {
+            history_len: c.history_len,
+            channel_capacity: c.watch_channel_capacity,
+            seed: c.seed,
+            gc_delay: c.gc_delay,
+            service_account_admission: c.service_account_admission,
+            continue_ttl: c.continue_ttl,
+        }
+    }
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    config: StoreConfig,
+    gc_rx: Mutex<Option<mpsc::UnboundedReceiver<GcTask>>>,
+    /// Woken on every commit (used by waiters such as the namespace controller).
+    changed: Notify,
+    started: Instant,
+}
+
+/// The object store. Cheap to clone (an `Arc`); all clones share state.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("rv", &self.current_rv()).finish()
+    }
+}
+
+/// Current time as RFC 3339 with seconds precision (`2026-11-21T14:07:16Z`).
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn rfc3339_after(secs: i64) -> String {
+    let ts = jiff::Timestamp::now();
+    let later = ts.checked_add(jiff::SignedDuration::from_secs(secs)).unwrap_or(ts);
+    later.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj["metadata"][field].as_str().filter(|s| !s.is_empty())
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj["metadata"]["ownerReferences"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["uid"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn is_terminating(obj: &Value) -> bool {
+    obj["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+fn encode_continue(rv: u64, key: &Key) -> String {
+    let raw = format!("{rv}\u{1}{}\u{1}{}", key.0, key.1);
+    raw.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_continue(token: &str) -> Option<(u64, Key)> {
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| token.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect();
+    let raw = String::from_utf8(bytes?).ok()?;
+    let mut parts = raw.split('\u{1}');
+    let rv = parts.next()?.parse().ok()?;
+    Some((rv, (parts.next()?.to_string(), parts.next()?.to_string())))
+}
+
+impl Store {
+    /// Creates a store with the built-in resources and the system namespaces (each with a `default`
+    /// ServiceAccount).
+    pub fn new(config: StoreConfig) -> Self {
+        let (gc_tx, gc_rx) = mpsc::unbounded_channel();
+        let mut inner = Inner {
+            rv: 0,
+            resources: HashMap::new(),
+            kinds: HashMap::new(),
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            rng: fastrand::Rng::with_seed(config.seed),
+            next_service_ip: 1,
+            gc_tx,
+        };
+        for info in builtin_resources() {
+            inner.register(Arc::new(info), config.channel_capacity);
+        }
+        let store = Self {
+            shared: Arc::new(Shared {
+                inner: Mutex::new(inner),
+                config,
+                gc_rx: Mutex::new(Some(gc_rx)),
+                changed: Notify::new(),
+                started: Instant::now(),
+            }),
+        };
+        for ns in SYSTEM_NAMESPACES {
+            // The names are valid and fresh, so this cannot fail.
+            let _ = store.create_namespace(ns);
+        }
+        store
+    }
+
+    /// The store's settings.
+    pub fn config(&self) -> &StoreConfig {
+        &self.shared.config
+    }
+
+    /// Time since the store was created.
+    pub fn uptime(&self) -> Duration {
+        self.shared.started.elapsed()
+    }
+
+    /// The latest committed resourceVersion.
+    pub fn current_rv(&self) -> u64 {
+        self.shared.inner.lock().rv
+    }
+
+    /// Resolves a served resource (e.g. `Gvr::pods()`), `None` if unknown.
+    pub fn resource(&self, gvr: &Gvr) -> Option<Arc<ResourceInfo>> {
+        self.shared.inner.lock().info(gvr).ok()
+    }
+
+    /// Every served resource, sorted by group, version and plural (for discovery).
+    pub fn resources(&self) -> Vec<Arc<ResourceInfo>> {
+        let g = self.shared.inner.lock();
+        let mut all: Vec<_> = g.resources.values().cloned().collect();
+        all.sort_by(|a, b| a.gvr.cmp(&b.gvr));
+        all
+    }
+
+    /// Resolves a resource by group and plural (any version), for kubectl-style lookups.
+    pub fn resource_by_plural(&self, group: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        let g = self.shared.inner.lock();
+        g.resources
+            .values()
+            .find(|r| r.gvr.group == group && r.gvr.resource == plural)
+            .cloned()
+    }
+
+    /// Creates a Namespace named `name` plus its `default` ServiceAccount.
+    pub fn create_namespace(&self, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+        self.create(
+            &Gvr::namespaces(),
+            None,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+    }
+
+    /// Creates an object (`POST`). Fills namespace, name (from `generateName`), uid, creationTimestamp,
+    /// generation and resourceVersion; applies the kind's defaults. Returns the stored object.
+    pub fn create(&self, gvr: &Gvr, namespace: Option<&str>, obj: Value) -> Result<Arc<StoredObject>, ApiError> {
+        let created = {
+            let mut g = self.shared.inner.lock();
+            let info = g.info(gvr)?;
+            g.create(&self.shared.config, &info, namespace, obj)?
+        };
+        self.after_commit(gvr, &created, None);
+        Ok(created)
+    }
+
+    /// Reads one object (`GET`). 404 `NotFound` when missing.
+    pub fn get(&self, gvr: &Gvr, namespace: Option<&str>, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+        let g = self.shared.inner.lock();
+        let info = g.info(gvr)?;
+        let key = scope_key(&info, namespace, name)?;
+        g.kinds
+            .get(&kind_key(&info.gvr))
+            .and_then(|k| k.objects.get(&key))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info.target(name)))
+    }
+
+    /// Lists objects (`GET` on a collection). `namespace: None` on a namespaced resource lists all namespaces.
+    pub fn list(&self, gvr: &Gvr, namespace: Option<&str>, opts: &ListOptions) -> Result<ListResult, ApiError> {
+        let g = self.shared.inner.lock();
+        let info = g.info(gvr)?;
+        let fields = FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &info.kind)?;
+        let Some(ks) = g.kinds.get(&kind_key(&info.gvr)) else {
+            return Ok(ListResult {
+                items: Vec::new(),
+                resource_version: g.rv,
+                continue_token: None,
+                remaining: None,
+            });
+        };
+        let (list_rv, start) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            Some(token) => {
+                let (rv, key) =
+                    decode_continue(token).ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
+                if rv < ks.floor {
+                    let mut e = ApiError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    );
+                    e.list_meta = Some(json!({"continue": encode_continue(g.rv, &key)}));
+                    return Err(e);
+                }
+                (rv, Some(key))
+            }
+            None => (g.rv, None),
+        };
+        let ns_filter = namespace.filter(|_| info.namespaced).map(str::to_string);
+        let range: Box<dyn Iterator<Item = (&Key, &Arc<StoredObject>)>> = match (&start, &ns_filter) {
+            (Some(k), _) => Box::new(
+                ks.objects
+                    .range::<Key, _>((std::ops::Bound::Excluded(k.clone()), std::ops::Bound::Unbounded)),
+            ),
+            (None, Some(ns)) => Box::new(ks.objects.range::<Key, _>((ns.clone(), String::new())..)),
+            (None, None) => Box::new(ks.objects.iter()),
+        };
+        let limit = opts.limit.filter(|l| *l > 0);
+        let mut items = Vec::new();
+        let mut last_key = None;
+        let mut more = false;
+        let mut remaining = 0usize;
+        for (key, obj) in range {
+            if let Some(ns) = &ns_filter
+                && &key.0 != ns
+            {
+                if key.0.as_str() > ns.as_str() {
+                    break;
+                }
+                continue;
+            }
+            if !opts.label_selector.matches(&obj.value) || !fields.matches(&obj.value) {
+                continue;
+            }
+            if let Some(l) = limit
+                && items.len() >= l
+            {
+                more = true;
+                remaining += 1;
+                continue;
+            }
+            last_key = Some(key.clone());
+            items.push(obj.clone());
+        }
+        let continue_token = if more {
+            last_key.map(|k| encode_continue(list_rv, &k))
+        } else {
+            None
+        };
+        Ok(ListResult {
+            items,
+            resource_version: list_rv,
+            continue_token,
+            remaining: more.then_some(remaining),
+        })
+    }
+
+    /// Replaces an object (`PUT`), or its status with `subresource: Some("status")`. The object's
+    /// `metadata.resourceVersion`, when set, is a precondition (409 on mismatch).
+    pub fn update(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        obj: Value,
+        subresource: Option<&str>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.update_or_create(gvr, namespace, obj, subresource).map(|(o, _)| o)
+    }
+
+    /// Like [`Store::update`], also reporting whether the object was created (kinds with create-on-update).
+    pub fn update_or_create(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        obj: Value,
+        subresource: Option<&str>,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        let (res, prev) = {
+            let mut g = self.shared.inner.lock();
+            let info = g.info(gvr)?;
+            check_subresource(&info, subresource)?;
+            let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+            let key = scope_key(&info, namespace, &name)?;
+            let existing = g
+                .kinds
+                .get(&kind_key(&info.gvr))
+                .and_then(|k| k.objects.get(&key))
+                .cloned();
+            match existing {
+                None if info.create_on_update && subresource.is_none() => {
+                    let mut obj = obj;
+                    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("resourceVersion");
+                    }
+                    (
+                        g.create(&self.shared.config, &info, namespace, obj)
+                            .map(|o| (o, true))?,
+                        None,
+                    )
+                }
+                None => return Err(ApiError::not_found(info.target(&name))),
+                Some(old) => {
+                    let rv = meta_str(&obj, "resourceVersion");
+                    match rv {
+                        Some(rv) if rv != old.rv.to_string() => return Err(ApiError::conflict(info.target(&name))),
+                        None if !info.unconditional_update => {
+                            return Err(ApiError::invalid(
+                                info.target(&name),
+                                &[FieldError::invalid(
+                                    "metadata.resourceVersion",
+                                    "0",
+                                    "must be specified for an update",
+                                )],
+                            ));
+                        }
+                        _ => {}
+                    }
+                    (
+                        g.update(&self.shared.config, &info, &old, obj, subresource)
+                            .map(|o| (o, false))?,
+                        Some(old),
+                    )
+                }
+            }
+        };
+        self.after_commit(gvr, &res.0, prev.as_ref());
+        Ok(res)
+    }
+
+    /// Patches an object (`PATCH`), or its status with `subresource: Some("status")`. `Apply` creates a missing
+    /// object. A `metadata.resourceVersion` in the patched result that differs from storage → 409.
+    pub fn patch(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        kind: &PatchKind,
+        body: &Value,
+        subresource: Option<&str>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.patch_or_create(gvr, namespace, name, kind, body, subresource)
+            .map(|(o, _)| o)
+    }
+
+    /// Like [`Store::patch`], also reporting whether an apply patch created the object.
+    pub fn patch_or_create(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        kind: &PatchKind,
+        body: &Value,
+        subresource: Option<&str>,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        let (res, prev) = {
+            let mut g = self.shared.inner.lock();
+            let info = g.info(gvr)?;
+            check_subresource(&info, subresource)?;
+            if let PatchKind::Apply { field_manager, .. } = kind {
+                if field_manager.as_deref().unwrap_or_default().is_empty() {
+                    let mut e = ApiError::new(
+                        422,
+                        "Invalid",
+                        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                    );
+                    e.details = json!({"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]});
+                    return Err(e);
+                }
+                if body
+                    .get("apiVersion")
+                    .is_some_and(|v| v.as_str() != Some(&info.gvr.api_version()))
+                    || body.get("kind").is_some_and(|v| v.as_str() != Some(&info.kind))
+                {
+                    return Err(ApiError::bad_request(
+                        "apiVersion and kind of the applied object must match the endpoint",
+                    ));
+                }
+                if body["metadata"]["name"].as_str().is_some_and(|n| n != name) {
+                    return Err(ApiError::bad_request(
+                        "the name of the object does not match the name on the URL",
+                    ));
+                }
+            }
+            if *kind == PatchKind::Strategic && !info.strategic_merge {
+                return Err(ApiError::unsupported_media_type());
+            }
+            let key = scope_key(&info, namespace, name)?;
+            let existing = g
+                .kinds
+                .get(&kind_key(&info.gvr))
+                .and_then(|k| k.objects.get(&key))
+                .cloned();
+            match existing {
+                None => {
+                    if matches!(kind, PatchKind::Apply { .. }) && subresource.is_none() {
+                        let mut obj = body.clone();
+                        if let Some(m) = obj.as_object_mut() {
+                            m.entry("apiVersion").or_insert_with(|| json!(info.gvr.api_version()));
+                            m.entry("kind").or_insert_with(|| json!(info.kind));
+                        }
+                        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                            m.insert("name".into(), json!(name));
+                        }
+                        (
+                            g.create(&self.shared.config, &info, namespace, obj)
+                                .map(|o| (o, true))?,
+                            None,
+                        )
+                    } else {
+                        return Err(ApiError::not_found(info.target(name)));
+                    }
+                }
+                Some(old) => {
+                    let mut doc = old.value.clone();
+                    match kind {
+                        PatchKind::Merge => crate::patch::merge_patch(&mut doc, body),
+                        PatchKind::Json => crate::patch::json_patch(&mut doc, body)?,
+                        PatchKind::Strategic => crate::patch::strategic_merge(&mut doc, body)?,
+                        PatchKind::Apply { .. } => {
+                            if info.strategic_merge {
+                                crate::patch::strategic_merge(&mut doc, body)?;
+                            } else {
+                                crate::patch::merge_patch(&mut doc, body);
+                            }
+                        }
+                    }
+                    if !doc.is_object() || !doc["metadata"].is_object() {
+                        return Err(ApiError::patch_failed());
+                    }
+                    match meta_str(&doc, "resourceVersion") {
+                        Some(rv) if rv != old.rv.to_string() => return Err(ApiError::conflict(info.target(name))),
+                        _ => {}
+                    }
+                    if meta_str(&doc, "name") != Some(name) {
+                        return Err(ApiError::invalid(
+                            info.target(name),
+                            &[FieldError::invalid(
+                                "metadata.name",
+                                meta_str(&doc, "name").unwrap_or_default(),
+                                "field is immutable",
+                            )],
+                        ));
+                    }
+                    (
+                        g.update(&self.shared.config, &info, &old, doc, subresource)
+                            .map(|o| (o, false))?,
+                        Some(old),
+                    )
+                }
+            }
+        };
+        self.after_commit(gvr, &res.0, prev.as_ref());
+        Ok(res)
+    }
+
+    /// Deletes an object (`DELETE`), honouring finalizers, graceful pod termination, preconditions and the
+    /// propagation policy.
+    pub fn delete(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let (out, prev) = {
+            let mut g = self.shared.inner.lock();
+            let info = g.info(gvr)?;
+            let key = scope_key(&info, namespace, name)?;
+            let old = g
+                .kinds
+                .get(&kind_key(&info.gvr))
+                .and_then(|k| k.objects.get(&key))
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(info.target(name)))?;
+            (g.delete(&self.shared.config, &info, &old, opts)?, old)
+        };
+        self.after_commit(gvr, &out.object, Some(&prev));
+        Ok(out)
+    }
+
+    /// Deletes every object matching the selectors (`DELETE` on a collection); each delete is its own write.
+    pub fn delete_collection(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<DeleteOutcome>, ApiError> {
+        let page = self.list(
+            gvr,
+            namespace,
+            &ListOptions {
+                limit: None,
+                continue_token: None,
+                ..list.clone()
+            },
+        )?;
+        let mut out = Vec::new();
+        for obj in page.items {
+            match self.delete(gvr, obj.namespace(), obj.name(), opts) {
+                Ok(o) => out.push(o),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Starts a watch. Returns a receiver of events in RV order; see [`WatchOptions`] for the starting point.
+    /// A too-old `resource_version` yields a single [`WatchEvent::Error`] (410 `Expired`).
+    pub fn watch(&self, gvr: &Gvr, namespace: Option<&str>, opts: WatchOptions) -> Result<WatchReceiver, ApiError> {
+        watch::start(self, gvr, namespace, opts)
+    }
+
+    /// Raises every resource's history floor to the current RV and drops the history, so watches and continue
+    /// tokens from before now get 410 Expired (test control: "compact").
+    pub fn compact(&self) {
+        let mut g = self.shared.inner.lock();
+        let rv = g.rv;
+        for ks in g.kinds.values_mut() {
+            ks.history.clear();
+            ks.floor = rv;
+        }
+    }
+
+    /// Waits until the next commit (or `timeout`), for polling loops.
+    pub async fn changed(&self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.shared.changed.notified()).await;
+    }
+
+    /// Takes the garbage-collector task queue (once); the server runs [`Store::run_controllers`] with it.
+    fn take_gc_queue(&self) -> Option<mpsc::UnboundedReceiver<GcTask>> {
+        self.shared.gc_rx.lock().take()
+    }
+
+    /// Runs the garbage collector and namespace controller until the store is dropped. Spawned by
+    /// [`crate::SimServer::start`]; call it yourself only when using a bare `Store`.
+    pub async fn run_controllers(self) {
+        if let Some(rx) = self.take_gc_queue() {
+            gc::run(self, rx).await;
+        }
+    }
+
+    /// Number of objects per resource (`group/plural` → count), for metrics.
+    pub fn object_counts(&self) -> BTreeMap<String, usize> {
+        let g = self.shared.inner.lock();
+        g.kinds
+            .iter()
+            .map(|((grp, plural), k)| (format!("{grp}/{plural}"), k.objects.len()))
+            .collect()
+    }
+
+    fn after_commit(&self, gvr: &Gvr, obj: &Arc<StoredObject>, prev: Option<&Arc<StoredObject>>) {
+        self.shared.changed.notify_waiters();
+        let _ = (gvr, obj, prev);
+    }
+}
+
+fn kind_key(gvr: &Gvr) -> (String, String) {
+    (gvr.group.clone(), gvr.resource.clone())
+}
+
+fn check_subresource(info: &ResourceInfo, sub: Option<&str>) -> Result<(), ApiError> {
+    match sub {
+        None => Ok(()),
+        Some("status") if info.status_subresource => Ok(()),
+        Some(_) => Err(ApiError::no_route()),
+    }
+}
+
+fn scope_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Key, ApiError> {
+    if info.namespaced {
+        match namespace {
+            Some(ns) if !ns.is_empty() => Ok((ns.to_string(), name.to_string())),
+            _ => Err(ApiError::bad_request(
+                "the server could not find the requested resource: a namespace is required",
+            )),
+        }
+    } else {
+        Ok((String::new(), name.to_string()))
+    }
+}
+
+impl Inner {
+    fn register(&mut self, info: Arc<ResourceInfo>, capacity: usize) {
+        let gvr = &info.gvr;
+        self.kinds.entry(kind_key(gvr)).or_insert_with(|| KindStore {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            floor: 0,
+            tx: broadcast::channel(capacity.max(16)).0,
+        });
+        self.resources
+            .insert((gvr.group.clone(), gvr.version.clone(), gvr.resource.clone()), info);
+    }
+
+    fn info(&self, gvr: &Gvr) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.resources
+            .get(&(gvr.group.clone(), gvr.version.clone(), gvr.resource.clone()))
+            .cloned()
+            .ok_or_else(ApiError::no_route)
+    }
+
+    fn lookup(&self, r: &ObjRef) -> Option<Arc<StoredObject>> {
+        self.kinds
+            .get(&(r.group.clone(), r.resource.clone()))
+            .and_then(|k| k.objects.get(&(r.namespace.clone(), r.name.clone())))
+            .cloned()
+    }
+
+    fn new_uid(&mut self) -> String {
+        let mut b = [0u8; 16];
+        for x in &mut b {
+            *x = self.rng.u8(..);
+        }
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
+    }
+
+    fn name_suffix(&mut self) -> String {
+        (0..NAME_SUFFIX_LEN)
+            .map(|_| NAME_SUFFIX_ALPHABET[self.rng.usize(..NAME_SUFFIX_ALPHABET.len())] as char)
+            .collect()
+    }
+
+    /// Commits a new state (or a removal when `removed`), returning the stored object.
+    fn commit(
+        &mut self,
+        info: &ResourceInfo,
+        key: Key,
+        value: Value,
+        kind: EventType,
+        previous: Option<Arc<StoredObject>>,
+        history_len: usize,
+    ) -> Arc<StoredObject> {
+        self.rv += 1;
+        let rv = self.rv;
+        let obj = StoredObject::new(value, rv);
+        let me = ObjRef {
+            group: info.gvr.group.clone(),
+            resource: info.gvr.resource.clone(),
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+        };
+        // Owner index maintenance.
+        let old_owners = previous.as_ref().map(|p| owner_uids(&p.value)).unwrap_or_default();
+        let new_owners = if kind == EventType::Deleted {
+            Vec::new()
+        } else {
+            owner_uids(&obj.value)
+        };
+        for u in old_owners.iter().filter(|u| !new_owners.contains(u)) {
+            if let Some(set) = self.dependents.get_mut(u) {
+                set.remove(&me);
+                if set.is_empty() {
+                    self.dependents.remove(u);
+                }
+            }
+        }
+        for u in new_owners.iter().filter(|u| !old_owners.contains(u)) {
+            self.dependents.entry(u.clone()).or_default().insert(me.clone());
+        }
+        let uid = obj.uid().to_string();
+        let Some(ks) = self.kinds.get_mut(&kind_key(&info.gvr)) else {
+            return obj;
+        };
+        if kind == EventType::Deleted {
+            ks.objects.remove(&key);
+            self.uids.remove(&uid);
+        } else {
+            ks.objects.insert(key, obj.clone());
+            if kind == EventType::Added {
+                self.uids.insert(uid, me);
+            }
+        }
+        let event = Arc::new(StoreEvent {
+            rv,
+            kind,
+            object: obj.clone(),
+            previous,
+        });
+        ks.history.push_back(event.clone());
+        while ks.history.len() > history_len {
+            if let Some(ev) = ks.history.pop_front() {
+                ks.floor = ks.floor.max(ev.rv);
+            }
+        }
+        let _ = ks.tx.send(event);
+        obj
+    }
+}

@@ -1,0 +1,215 @@
+//! Watches on the store: starting points, history replay, selector transitions, lag handling (spec §3.12).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use super::{EventType, Store, StoreEvent, StoredObject, kind_key};
+use crate::error::ApiError;
+use crate::kinds::{Gvr, ResourceInfo};
+use crate::select::{FieldSelector, LabelSelector};
+
+/// Where a watch starts and what it filters.
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// `None` or `Some(0)`: synthetic ADDED for the current state, then live events. `Some(n)`: replay events
+    /// after `n`, then live events (410 when `n` is older than the history window).
+    pub resource_version: Option<u64>,
+    /// Streaming list: ADDED for the current state, then a bookmark marking the end of initial events.
+    pub send_initial_events: bool,
+    /// Label selector.
+    pub label_selector: LabelSelector,
+    /// Field selector string (parsed against the resource's kind).
+    pub field_selector: Option<String>,
+}
+
+/// One event delivered to a watcher.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    /// The object started to exist or to match.
+    Added(Arc<StoredObject>),
+    /// The object changed and still matches.
+    Modified(Arc<StoredObject>),
+    /// The object was deleted or stopped matching (last state, stamped with the event's RV).
+    Deleted(Arc<StoredObject>),
+    /// End of the initial events of a streaming list, at this RV.
+    InitialEventsEnd(u64),
+    /// The watch cannot continue (e.g. 410 Expired); the stream ends after it.
+    Error(ApiError),
+}
+
+impl WatchEvent {
+    /// The wire `type` of the event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Added(_) => "ADDED",
+            Self::Modified(_) => "MODIFIED",
+            Self::Deleted(_) => "DELETED",
+            Self::InitialEventsEnd(_) => "BOOKMARK",
+            Self::Error(_) => "ERROR",
+        }
+    }
+
+    /// The event's object, if it carries one.
+    pub fn object(&self) -> Option<&Arc<StoredObject>> {
+        match self {
+            Self::Added(o) | Self::Modified(o) | Self::Deleted(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+struct Filter {
+    namespace: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Filter {
+    fn matches(&self, o: &StoredObject) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| o.namespace() == Some(ns))
+            && self.labels.matches(&o.value)
+            && self.fields.matches(&o.value)
+    }
+
+    /// Translates a store event into what this watcher sees (spec W-5).
+    fn translate(&self, ev: &StoreEvent) -> Option<WatchEvent> {
+        let now = self.matches(&ev.object);
+        match ev.kind {
+            EventType::Added => now.then(|| WatchEvent::Added(ev.object.clone())),
+            EventType::Deleted => now.then(|| WatchEvent::Deleted(ev.object.clone())),
+            EventType::Modified => {
+                let before = ev.previous.as_ref().is_some_and(|p| self.matches(p));
+                match (before, now) {
+                    (false, true) => Some(WatchEvent::Added(ev.object.clone())),
+                    (true, true) => Some(WatchEvent::Modified(ev.object.clone())),
+                    (true, false) => ev.previous.as_ref().map(|p| WatchEvent::Deleted(p.with_rv(ev.rv))),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+}
+
+/// A live watch on one resource. Dropping it unsubscribes.
+pub struct WatchReceiver {
+    store: Store,
+    info: Arc<ResourceInfo>,
+    pending: VecDeque<WatchEvent>,
+    rx: Option<broadcast::Receiver<Arc<StoreEvent>>>,
+    filter: Filter,
+    /// Highest RV this watcher has fully seen.
+    seen_rv: u64,
+}
+
+impl std::fmt::Debug for WatchReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchReceiver")
+            .field("resource", &self.info.gvr)
+            .field("seen_rv", &self.seen_rv)
+            .finish()
+    }
+}
+
+pub(super) fn start(
+    store: &Store,
+    gvr: &Gvr,
+    namespace: Option<&str>,
+    opts: WatchOptions,
+) -> Result<WatchReceiver, ApiError> {
+    let g = store.shared.inner.lock();
+    let info = g.info(gvr)?;
+    let filter = Filter {
+        namespace: namespace
+            .filter(|n| info.namespaced && !n.is_empty())
+            .map(str::to_string),
+        labels: opts.label_selector.clone(),
+        fields: FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &info.kind)?,
+    };
+    let Some(ks) = g.kinds.get(&kind_key(&info.gvr)) else {
+        return Err(ApiError::no_route());
+    };
+    let mut pending = VecDeque::new();
+    let from = opts.resource_version.unwrap_or(0);
+    let current = g.rv;
+    let rx;
+    if from == 0 || opts.send_initial_events {
+        let snapshot = ks.objects.values().filter(|o| filter.matches(o));
+        pending.extend(snapshot.map(|o| WatchEvent::Added(o.clone())));
+        if opts.send_initial_events {
+            pending.push_back(WatchEvent::InitialEventsEnd(current));
+        }
+        rx = Some(ks.tx.subscribe());
+    } else if from < ks.floor {
+        pending.push_back(WatchEvent::Error(ApiError::expired(format!(
+            "too old resource version: {from} ({})",
+            ks.floor
+        ))));
+        rx = None;
+    } else {
+        pending.extend(
+            ks.history
+                .iter()
+                .filter(|e| e.rv > from)
+                .filter_map(|e| filter.translate(e)),
+        );
+        rx = Some(ks.tx.subscribe());
+    }
+    drop(g);
+    Ok(WatchReceiver {
+        store: store.clone(),
+        info,
+        pending,
+        rx,
+        filter,
+        seen_rv: current.max(from),
+    })
+}
+
+impl WatchReceiver {
+    /// The resource being watched.
+    pub fn resource(&self) -> &Arc<ResourceInfo> {
+        &self.info
+    }
+
+    /// The next event, or `None` when the watch has ended (after an error, or when this watcher lagged too far
+    /// behind and was disconnected; re-watch from the last RV seen).
+    pub async fn next(&mut self) -> Option<WatchEvent> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                if matches!(ev, WatchEvent::Error(_)) {
+                    self.rx = None;
+                }
+                return Some(ev);
+            }
+            let rx = self.rx.as_mut()?;
+            match rx.recv().await {
+                Ok(ev) => {
+                    if ev.rv <= self.seen_rv {
+                        // Already covered by the snapshot or replay taken at subscription time.
+                        continue;
+                    }
+                    self.seen_rv = self.seen_rv.max(ev.rv);
+                    if let Some(out) = self.filter.translate(&ev) {
+                        return Some(out);
+                    }
+                }
+                Err(_) => {
+                    self.rx = None;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The RV a BOOKMARK may carry now: the global RV if every event up to it was delivered, else the last RV
+    /// delivered.
+    pub fn bookmark_rv(&self) -> u64 {
+        let g = self.store.shared.inner.lock();
+        match &self.rx {
+            Some(rx) if rx.is_empty() && self.pending.is_empty() => g.rv.max(self.seen_rv),
+            _ => self.seen_rv,
+        }
+    }
+}
