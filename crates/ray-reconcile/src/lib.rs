@@ -1,2 +1,21 @@
-//! The RayCluster, RayJob and RayService controllers: a pure plan (desired + observed state to
-//! actions + status) and an executor that carries the actions out through kube-runtime.
+//! The RayCluster controller: a pure plan (observed state to pod operations and status) and an
+//! executor that carries the plan out through kube's `Api`, fed by memory-lean, label-selected
+//! watches that keep one compact record per pod.
+//!
+//! Layout: [`plan`] and [`status`] decide (pure, tested without a server); [`executor`] acts;
+//! [`index`] and [`observed`] are the caches; [`expectations`] prevents double creates/deletes;
+//! [`controller`] wires watches, triggers and the kube-runtime `Controller`.
+
+pub mod conditions;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod expectations;
+pub mod index;
+pub mod observed;
+pub mod plan;
+pub mod podgen;
+pub mod status;
+pub mod validate;
+
+pub use config::{FeatureGates, ReconcileConfig};

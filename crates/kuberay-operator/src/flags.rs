@@ -1,0 +1,417 @@
+//! The operator's command-line flags, parsed the way Go's `flag` package parses KubeRay's
+//! (`-name`, `--name`, `-name=value`, `--name value`; booleans take a value only with `=`), so the
+//! arguments KubeRay's Helm chart passes work unchanged.
+
+use std::fmt;
+
+/// Every flag the operator accepts, with KubeRay's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    /// `--metrics-addr`: where `/metrics` is served.
+    pub metrics_addr: String,
+    /// `--health-probe-bind-address`: where `/healthz` and `/readyz` are served.
+    pub probe_addr: String,
+    /// `--enable-leader-election`.
+    pub enable_leader_election: bool,
+    /// `--leader-election-namespace` (empty: the pod's namespace).
+    pub leader_election_namespace: String,
+    /// `--reconcile-concurrency`.
+    pub reconcile_concurrency: i64,
+    /// `--watch-namespace`: comma-separated namespaces, empty = all.
+    pub watch_namespace: String,
+    /// `--forced-cluster-upgrade` (deprecated, no effect).
+    pub forced_cluster_upgrade: bool,
+    /// `--log-file-path`.
+    pub log_file_path: String,
+    /// `--log-file-encoder`.
+    pub log_file_encoder: String,
+    /// `--log-stdout-encoder`.
+    pub log_stdout_encoder: String,
+    /// `--enable-batch-scheduler` (deprecated alias of `--batch-scheduler=volcano`).
+    pub enable_batch_scheduler: bool,
+    /// `--batch-scheduler`.
+    pub batch_scheduler: String,
+    /// `--config`: path of a `config.ray.io/v1alpha1` `Configuration`.
+    pub config: String,
+    /// `--use-kubernetes-proxy`.
+    pub use_kubernetes_proxy: bool,
+    /// `--feature-gates`: `Name=bool,...`.
+    pub feature_gates: String,
+    /// `--enable-metrics`: the `kuberay_*` custom-resource metrics.
+    pub enable_metrics: bool,
+    /// `--qps`: client-side request rate (0 = client-go's default 5, negative = unlimited).
+    pub qps: f64,
+    /// `--burst`: client-side burst.
+    pub burst: i64,
+    /// `--zap-log-level` (`debug`, `info`, `error` or a number).
+    pub zap_log_level: String,
+    /// `--zap-devel`.
+    pub zap_devel: bool,
+    /// `--zap-encoder` (overridden by `--log-stdout-encoder`, as in KubeRay).
+    pub zap_encoder: String,
+    /// `--zap-stacktrace-level` (accepted, no effect).
+    pub zap_stacktrace_level: String,
+    /// `--zap-time-encoding` (accepted, no effect).
+    pub zap_time_encoding: String,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Self {
+            metrics_addr: ":8080".into(),
+            probe_addr: ":8082".into(),
+            enable_leader_election: true,
+            leader_election_namespace: String::new(),
+            reconcile_concurrency: 1,
+            watch_namespace: String::new(),
+            forced_cluster_upgrade: false,
+            log_file_path: String::new(),
+            log_file_encoder: "json".into(),
+            log_stdout_encoder: "json".into(),
+            enable_batch_scheduler: false,
+            batch_scheduler: String::new(),
+            config: String::new(),
+            use_kubernetes_proxy: false,
+            feature_gates: String::new(),
+            enable_metrics: false,
+            qps: 100.0,
+            burst: 200,
+            zap_log_level: String::new(),
+            zap_devel: false,
+            zap_encoder: String::new(),
+            zap_stacktrace_level: String::new(),
+            zap_time_encoding: String::new(),
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Parsed {
+    /// Run the operator with these flags.
+    Run(Box<Flags>),
+    /// `-h` / `-help` / `--help`: print [`usage`] and exit 0.
+    Help,
+}
+
+/// A command line Go's `flag` package would reject, with its wording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlagError {
+    /// A flag that is not defined.
+    Unknown(String),
+    /// A non-boolean flag without a value.
+    MissingValue(String),
+    /// A value that does not parse as the flag's type.
+    InvalidValue {
+        /// The flag name.
+        flag: String,
+        /// The rejected value.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// A positional argument (KubeRay's operator takes none).
+    UnexpectedArgument(String),
+}
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unknown(name) => write!(f, "flag provided but not defined: -{name}"),
+            Self::MissingValue(name) => write!(f, "flag needs an argument: -{name}"),
+            Self::InvalidValue { flag, value, reason } => {
+                write!(f, "invalid value {value:?} for flag -{flag}: {reason}")
+            }
+            Self::UnexpectedArgument(arg) => write!(f, "unexpected argument {arg:?}: the operator takes only flags"),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+/// The kind of value a flag takes.
+#[derive(Clone, Copy)]
+enum Kind {
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+/// Flag table: name, kind, help text.
+const FLAGS: &[(&str, Kind, &str)] = &[
+    ("metrics-addr", Kind::Str, "The address the metric endpoint binds to."),
+    ("health-probe-bind-address", Kind::Str, "The address the probe endpoint binds to."),
+    ("enable-leader-election", Kind::Bool, "Enable leader election for controller manager (Lease ray-operator-leader)."),
+    ("leader-election-namespace", Kind::Str, "Namespace of the leader election Lease (default: the pod's namespace)."),
+    ("reconcile-concurrency", Kind::Int, "Max concurrency of reconciles per controller."),
+    ("watch-namespace", Kind::Str, "Comma-separated namespaces to watch; empty watches all namespaces."),
+    ("forced-cluster-upgrade", Kind::Bool, "Deprecated; has no effect."),
+    ("log-file-path", Kind::Str, "Also write JSON/console logs to this file."),
+    ("log-file-encoder", Kind::Str, "Encoder of the log file: json or console."),
+    ("log-stdout-encoder", Kind::Str, "Encoder of stdout logs: json or console."),
+    ("enable-batch-scheduler", Kind::Bool, "Deprecated: use --batch-scheduler=volcano."),
+    ("batch-scheduler", Kind::Str, "Batch scheduler: volcano, yunikorn, scheduler-plugins or kai-scheduler."),
+    ("config", Kind::Str, "Path to a config.ray.io/v1alpha1 Configuration file; when set the flags above are ignored."),
+    ("use-kubernetes-proxy", Kind::Bool, "Reach Ray dashboards through the Kubernetes API server proxy."),
+    ("feature-gates", Kind::Str, "Comma-separated Name=bool feature gates."),
+    ("enable-metrics", Kind::Bool, "Emit the kuberay_* custom resource metrics."),
+    ("qps", Kind::Float, "Client-side QPS towards the API server (negative = unlimited)."),
+    ("burst", Kind::Int, "Client-side burst towards the API server."),
+    ("zap-log-level", Kind::Str, "Log level: debug, info, error or an integer."),
+    ("zap-devel", Kind::Bool, "Development logging (console encoder, debug level)."),
+    ("zap-encoder", Kind::Str, "Log encoder: json or console."),
+    ("zap-stacktrace-level", Kind::Str, "Accepted for compatibility; no effect."),
+    ("zap-time-encoding", Kind::Str, "Accepted for compatibility; no effect."),
+];
+
+/// The usage text printed for `-h`.
+pub fn usage() -> String {
+    let mut text = String::from("Usage of kuberay-operator:\n");
+    for (name, kind, help) in FLAGS {
+        let arg = match kind {
+            Kind::Bool => "",
+            Kind::Int => " int",
+            Kind::Float => " float",
+            Kind::Str => " string",
+        };
+        text.push_str(&format!("  --{name}{arg}\n    \t{help}\n"));
+    }
+    text.push_str("Subcommands: `kuberay-operator crd`, `kuberay-operator render ...`.\n");
+    text
+}
+
+/// Parse the arguments after the program name.
+pub fn parse<I, S>(args: I) -> Result<Parsed, FlagError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let args: Vec<String> = args.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    let mut flags = Flags::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            if let Some(rest) = args.get(i) {
+                return Err(FlagError::UnexpectedArgument(rest.clone()));
+            }
+            break;
+        }
+        let Some(body) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+            return Err(FlagError::UnexpectedArgument(arg.clone()));
+        };
+        if body.is_empty() || body.starts_with('-') || body.starts_with('=') {
+            return Err(FlagError::InvalidValue { flag: body.into(), value: arg.clone(), reason: "bad flag syntax" });
+        }
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_owned())),
+            None => (body, None),
+        };
+        if name == "h" || name == "help" {
+            return Ok(Parsed::Help);
+        }
+        let Some((_, kind, _)) = FLAGS.iter().find(|(n, _, _)| *n == name) else {
+            return Err(FlagError::Unknown(name.into()));
+        };
+        let value = match (kind, inline) {
+            (_, Some(v)) => v,
+            (Kind::Bool, None) => "true".into(),
+            (_, None) => match args.get(i) {
+                Some(v) => {
+                    i += 1;
+                    v.clone()
+                }
+                None => return Err(FlagError::MissingValue(name.into())),
+            },
+        };
+        set(&mut flags, name, *kind, &value)?;
+    }
+    Ok(Parsed::Run(Box::new(flags)))
+}
+
+fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), FlagError> {
+    let invalid = |reason| FlagError::InvalidValue { flag: name.into(), value: value.into(), reason };
+    match kind {
+        Kind::Bool => {
+            let v = parse_go_bool(value).ok_or_else(|| invalid("parse error"))?;
+            match name {
+                "enable-leader-election" => flags.enable_leader_election = v,
+                "forced-cluster-upgrade" => flags.forced_cluster_upgrade = v,
+                "enable-batch-scheduler" => flags.enable_batch_scheduler = v,
+                "use-kubernetes-proxy" => flags.use_kubernetes_proxy = v,
+                "enable-metrics" => flags.enable_metrics = v,
+                _ => flags.zap_devel = v,
+            }
+        }
+        Kind::Int => {
+            let v = parse_go_int(value).ok_or_else(|| invalid("parse error"))?;
+            match name {
+                "reconcile-concurrency" => flags.reconcile_concurrency = v,
+                _ => flags.burst = v,
+            }
+        }
+        Kind::Float => {
+            flags.qps = parse_go_float(value).ok_or_else(|| invalid("parse error"))?;
+        }
+        Kind::Str => {
+            let v = value.to_owned();
+            match name {
+                "metrics-addr" => flags.metrics_addr = v,
+                "health-probe-bind-address" => flags.probe_addr = v,
+                "leader-election-namespace" => flags.leader_election_namespace = v,
+                "watch-namespace" => flags.watch_namespace = v,
+                "log-file-path" => flags.log_file_path = v,
+                "log-file-encoder" => flags.log_file_encoder = v,
+                "log-stdout-encoder" => flags.log_stdout_encoder = v,
+                "batch-scheduler" => flags.batch_scheduler = v,
+                "config" => flags.config = v,
+                "feature-gates" => flags.feature_gates = v,
+                "zap-log-level" => flags.zap_log_level = v,
+                "zap-encoder" => flags.zap_encoder = v,
+                "zap-stacktrace-level" => flags.zap_stacktrace_level = v,
+                _ => flags.zap_time_encoding = v,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's `strconv.ParseBool`.
+pub fn parse_go_bool(value: &str) -> Option<bool> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Go's `strconv.ParseInt(value, 0, 64)`: optional sign, `0x`/`0o`/`0b`/leading-`0` prefixes, `_`
+/// separators only with a prefix.
+fn parse_go_int(value: &str) -> Option<i64> {
+    let (negative, digits) = match value.as_bytes().first()? {
+        b'-' => (true, &value[1..]),
+        b'+' => (false, &value[1..]),
+        _ => (false, value),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let (radix, rest) = if let Some(r) = lower.strip_prefix("0x") {
+        (16, r.to_owned())
+    } else if let Some(r) = lower.strip_prefix("0o") {
+        (8, r.to_owned())
+    } else if let Some(r) = lower.strip_prefix("0b") {
+        (2, r.to_owned())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_owned())
+    } else {
+        if lower.contains('_') {
+            return None;
+        }
+        (10, lower.clone())
+    };
+    let cleaned: String = rest.chars().filter(|c| *c != '_').collect();
+    if cleaned.is_empty() || cleaned.starts_with(['+', '-']) {
+        return None;
+    }
+    let magnitude = i128::from_str_radix(&cleaned, radix).ok()?;
+    let signed = if negative { -magnitude } else { magnitude };
+    i64::try_from(signed).ok()
+}
+
+/// Go's `strconv.ParseFloat(value, 64)` for the forms flags use (decimal, exponent, `Inf`, `NaN`).
+fn parse_go_float(value: &str) -> Option<f64> {
+    if value.is_empty() || value.contains('_') {
+        return None;
+    }
+    value.parse::<f64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Flags {
+        match parse(args).unwrap() {
+            Parsed::Run(f) => *f,
+            Parsed::Help => panic!("help"),
+        }
+    }
+
+    #[test]
+    fn defaults_match_kuberay() {
+        let f = run(&[]);
+        assert_eq!(f.metrics_addr, ":8080");
+        assert_eq!(f.probe_addr, ":8082");
+        assert!(f.enable_leader_election);
+        assert_eq!(f.reconcile_concurrency, 1);
+        assert_eq!(f.qps, 100.0);
+        assert_eq!(f.burst, 200);
+        assert_eq!(f.log_stdout_encoder, "json");
+        assert!(!f.enable_metrics);
+    }
+
+    #[test]
+    fn go_forms_are_accepted() {
+        let f = run(&[
+            "--enable-leader-election=false",
+            "--qps=50",
+            "--enable-metrics",
+            "-burst",
+            "7",
+            "-reconcile-concurrency=0x10",
+            "--watch-namespace",
+            "a,b",
+            "-feature-gates=RayClusterStatusConditions=true",
+        ]);
+        assert!(!f.enable_leader_election);
+        assert_eq!(f.qps, 50.0);
+        assert!(f.enable_metrics);
+        assert_eq!(f.burst, 7);
+        assert_eq!(f.reconcile_concurrency, 16);
+        assert_eq!(f.watch_namespace, "a,b");
+        assert_eq!(f.feature_gates, "RayClusterStatusConditions=true");
+    }
+
+    #[test]
+    fn helm_chart_arguments_parse() {
+        let f = run(&[
+            "--feature-gates=RayClusterStatusConditions=true,RayJobDeletionPolicy=true",
+            "--enable-metrics=true",
+            "--enable-leader-election=true",
+            "--reconcile-concurrency=1",
+            "--qps=100.0",
+            "--burst=200",
+            "--log-stdout-encoder=json",
+            "--log-file-encoder=json",
+        ]);
+        assert_eq!(f.qps, 100.0);
+        assert!(f.enable_metrics);
+    }
+
+    #[test]
+    fn bool_values_follow_strconv_parse_bool() {
+        assert!(!run(&["--enable-metrics=F"]).enable_metrics);
+        assert!(run(&["--enable-metrics=1"]).enable_metrics);
+        let err = parse(["--enable-metrics=yes"]).unwrap_err();
+        assert_eq!(err.to_string(), "invalid value \"yes\" for flag -enable-metrics: parse error");
+    }
+
+    #[test]
+    fn bad_values_and_unknown_flags_are_errors() {
+        assert_eq!(parse(["--qps=fast"]).unwrap_err().to_string(), "invalid value \"fast\" for flag -qps: parse error");
+        assert_eq!(parse(["--nope"]).unwrap_err(), FlagError::Unknown("nope".into()));
+        assert_eq!(parse(["--burst"]).unwrap_err(), FlagError::MissingValue("burst".into()));
+        assert!(matches!(parse(["stray"]).unwrap_err(), FlagError::UnexpectedArgument(_)));
+        assert!(parse(["--burst=1_0"]).is_err());
+        assert_eq!(run(&["--burst=0x1_0"]).burst, 16);
+        assert_eq!(run(&["--burst=010"]).burst, 8);
+    }
+
+    #[test]
+    fn help_is_recognised() {
+        assert_eq!(parse(["-h"]).unwrap(), Parsed::Help);
+        assert_eq!(parse(["--help"]).unwrap(), Parsed::Help);
+        assert!(usage().contains("--enable-leader-election"));
+    }
+}

@@ -1,0 +1,214 @@
+//! Controller settings: KubeRay's feature gates and the operator environment variables the
+//! RayCluster path reads, resolved once at start-up (reconcile spec §0, §7).
+
+use ray_api::constants::{
+    ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_RANDOM_POD_DELETE, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS,
+    RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV,
+};
+use std::time::Duration;
+
+/// KubeRay's feature gates with their v1.7.0 defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `RayClusterStatusConditions` (default on).
+    pub ray_cluster_status_conditions: bool,
+    /// `RayJobDeletionPolicy` (default on).
+    pub ray_job_deletion_policy: bool,
+    /// `RayMultiHostIndexing` (default on).
+    pub ray_multi_host_indexing: bool,
+    /// `RayServiceIncrementalUpgrade` (default on).
+    pub ray_service_incremental_upgrade: bool,
+    /// `RayCronJob` (default off).
+    pub ray_cron_job: bool,
+    /// `SidecarSubmitterRestart` (default off).
+    pub sidecar_submitter_restart: bool,
+    /// `RayClusterNetworkPolicy` (default off).
+    pub ray_cluster_network_policy: bool,
+    /// `GCSFaultToleranceEmbeddedStorage` (default off).
+    pub gcs_fault_tolerance_embedded_storage: bool,
+    /// `RayClusterMTLS` (default off).
+    pub ray_cluster_mtls: bool,
+    /// `RayClusterHistoryServer` (default off).
+    pub ray_cluster_history_server: bool,
+    /// `KubernetesWAS` (default off).
+    pub kubernetes_was: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        Self {
+            ray_cluster_status_conditions: true,
+            ray_job_deletion_policy: true,
+            ray_multi_host_indexing: true,
+            ray_service_incremental_upgrade: true,
+            ray_cron_job: false,
+            sidecar_submitter_restart: false,
+            ray_cluster_network_policy: false,
+            gcs_fault_tolerance_embedded_storage: false,
+            ray_cluster_mtls: false,
+            ray_cluster_history_server: false,
+            kubernetes_was: false,
+        }
+    }
+}
+
+/// A `--feature-gates` value that cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FeatureGateError {
+    /// An entry without `=`.
+    #[error("missing bool value for {0}")]
+    MissingValue(String),
+    /// A value that is not a Go bool.
+    #[error("invalid value of {name}={value}, err: strconv.ParseBool: parsing {value:?}: invalid syntax")]
+    InvalidValue {
+        /// Gate name.
+        name: String,
+        /// Rejected value.
+        value: String,
+    },
+    /// A gate this operator does not know.
+    #[error("unrecognized feature gate: {0}")]
+    Unknown(String),
+}
+
+impl FeatureGates {
+    /// Parse `Name=bool,Name=bool` over the defaults (empty entries are skipped).
+    pub fn parse(spec: &str) -> Result<Self, FeatureGateError> {
+        let mut gates = Self::default();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, value) = entry
+                .split_once('=')
+                .ok_or_else(|| FeatureGateError::MissingValue(entry.to_owned()))?;
+            let (name, value) = (name.trim(), value.trim());
+            let enabled = match value {
+                "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
+                "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
+                _ => {
+                    return Err(FeatureGateError::InvalidValue {
+                        name: name.to_owned(),
+                        value: value.to_owned(),
+                    });
+                }
+            };
+            let slot = match name {
+                "RayClusterStatusConditions" => &mut gates.ray_cluster_status_conditions,
+                "RayJobDeletionPolicy" => &mut gates.ray_job_deletion_policy,
+                "RayMultiHostIndexing" => &mut gates.ray_multi_host_indexing,
+                "RayServiceIncrementalUpgrade" => &mut gates.ray_service_incremental_upgrade,
+                "RayCronJob" => &mut gates.ray_cron_job,
+                "SidecarSubmitterRestart" => &mut gates.sidecar_submitter_restart,
+                "RayClusterNetworkPolicy" => &mut gates.ray_cluster_network_policy,
+                "GCSFaultToleranceEmbeddedStorage" => &mut gates.gcs_fault_tolerance_embedded_storage,
+                "RayClusterMTLS" => &mut gates.ray_cluster_mtls,
+                "RayClusterHistoryServer" => &mut gates.ray_cluster_history_server,
+                "KubernetesWAS" => &mut gates.kubernetes_was,
+                other => return Err(FeatureGateError::Unknown(other.to_owned())),
+            };
+            *slot = enabled;
+        }
+        Ok(gates)
+    }
+}
+
+/// Everything the RayCluster reconcile needs besides the cluster and the observed objects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReconcileConfig {
+    /// Feature gates.
+    pub gates: FeatureGates,
+    /// Unconditional requeue after a clean pass (`None`: `RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV=0`,
+    /// no timed requeue).
+    pub default_requeue: Option<Duration>,
+    /// `ENABLE_RANDOM_POD_DELETE=true`: surplus deletion even with autoscaling on.
+    pub enable_random_pod_delete: bool,
+    /// `ENABLE_GCS_FT_REDIS_CLEANUP != false`: the Redis cleanup finalizer and Job.
+    pub enable_gcs_ft_redis_cleanup: bool,
+    /// The batch scheduler name chosen by the flags (empty: none).
+    pub batch_scheduler: String,
+}
+
+impl Default for ReconcileConfig {
+    fn default() -> Self {
+        Self {
+            gates: FeatureGates::default(),
+            default_requeue: Some(Duration::from_secs(RAYCLUSTER_DEFAULT_REQUEUE_SECONDS)),
+            enable_random_pod_delete: false,
+            enable_gcs_ft_redis_cleanup: true,
+            batch_scheduler: String::new(),
+        }
+    }
+}
+
+impl ReconcileConfig {
+    /// Resolve the environment-driven settings through `lookup` (the binary passes `std::env::var`).
+    pub fn from_env(gates: FeatureGates, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let default_requeue = match lookup(RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).map(|v| v.parse::<i64>()) {
+            Some(Ok(0)) => None,
+            // Go's RequeueAfter with a negative duration requeues immediately; treat it as 0 s.
+            Some(Ok(secs)) => Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0))),
+            _ => Some(Duration::from_secs(RAYCLUSTER_DEFAULT_REQUEUE_SECONDS)),
+        };
+        Self {
+            gates,
+            default_requeue,
+            enable_random_pod_delete: ray_autoscale::random_pod_delete_flag(
+                lookup(ENABLE_RANDOM_POD_DELETE).as_deref(),
+            ),
+            enable_gcs_ft_redis_cleanup: !lookup(ENABLE_GCS_FT_REDIS_CLEANUP)
+                .is_some_and(|v| v.eq_ignore_ascii_case("false")),
+            batch_scheduler: String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_gates_parse_over_defaults() {
+        let g = FeatureGates::parse("RayClusterStatusConditions=false, RayCronJob=true,").unwrap();
+        assert!(!g.ray_cluster_status_conditions);
+        assert!(g.ray_cron_job);
+        assert!(g.ray_multi_host_indexing);
+        assert_eq!(FeatureGates::parse("").unwrap(), FeatureGates::default());
+        assert_eq!(
+            FeatureGates::parse("Nope=true").unwrap_err(),
+            FeatureGateError::Unknown("Nope".into())
+        );
+        assert!(matches!(
+            FeatureGates::parse("RayCronJob=maybe"),
+            Err(FeatureGateError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            FeatureGates::parse("RayCronJob"),
+            Err(FeatureGateError::MissingValue(_))
+        ));
+    }
+
+    #[test]
+    fn env_settings_follow_kuberay() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+        };
+        let c = ReconcileConfig::from_env(FeatureGates::default(), env(&[]));
+        assert_eq!(c.default_requeue, Some(Duration::from_secs(300)));
+        assert!(c.enable_gcs_ft_redis_cleanup);
+        assert!(!c.enable_random_pod_delete);
+        let c = ReconcileConfig::from_env(
+            FeatureGates::default(),
+            env(&[
+                ("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "0"),
+                ("ENABLE_GCS_FT_REDIS_CLEANUP", "FALSE"),
+                ("ENABLE_RANDOM_POD_DELETE", "True"),
+            ]),
+        );
+        assert_eq!(c.default_requeue, None);
+        assert!(!c.enable_gcs_ft_redis_cleanup);
+        assert!(c.enable_random_pod_delete);
+        let c = ReconcileConfig::from_env(
+            FeatureGates::default(),
+            env(&[("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "x")]),
+        );
+        assert_eq!(c.default_requeue, Some(Duration::from_secs(300)));
+    }
+}

@@ -1,0 +1,591 @@
+//! Carries a RayCluster pass out against the API server: runs the pure [`plan`](crate::plan), performs
+//! the pod operations in order with KubeRay's error/event handling, records scale expectations,
+//! ensures services and autoscaler RBAC, and writes the status only when it changed.
+
+use crate::config::ReconcileConfig;
+use crate::error::{ErrorMarker, PassError, ReconcileError};
+use crate::events::{EventSpec, Severity, action, reason};
+use crate::expectations::{ScaleAction, ScaleExpectations};
+use crate::index::{ClusterIndex, ClusterKey};
+use crate::metrics::{ClusterLabels, ControllerMetrics};
+use crate::observed::{ObservedState, PodInfo, ServiceInfo};
+use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
+use crate::podgen::{self, PodGenSettings};
+use crate::{conditions, gcs_ft, status};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use ray_api::RayCluster;
+use ray_api::constants::{
+    CRD_KIND_RAY_CLUSTER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
+
+/// Requeue after a pass that changed status or needs another look (`DefaultRequeueDuration`).
+pub const SHORT_REQUEUE: Duration = Duration::from_secs(ray_api::constants::DEFAULT_REQUEUE_SECONDS);
+
+/// Shared state of the RayCluster controller.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Settings.
+    pub config: ReconcileConfig,
+    /// Object generation switches.
+    pub podgen: PodGenSettings,
+    /// Compact pods of every cluster.
+    pub pods: ClusterIndex<PodInfo>,
+    /// Compact head services of every cluster.
+    pub services: ClusterIndex<ServiceInfo>,
+    /// Scale expectations.
+    pub expectations: ScaleExpectations,
+    /// Event recorder (`raycluster-controller`).
+    pub recorder: Recorder,
+    /// Metrics.
+    pub metrics: Arc<ControllerMetrics>,
+    /// Consecutive failures per cluster, for the error backoff.
+    failures: Mutex<HashMap<ClusterKey, u32>>,
+}
+
+impl Context {
+    /// Build a context.
+    pub fn new(
+        client: Client,
+        config: ReconcileConfig,
+        podgen: PodGenSettings,
+        metrics: Arc<ControllerMetrics>,
+    ) -> Self {
+        let reporter = kube::runtime::events::Reporter {
+            controller: crate::metrics::RAYCLUSTER_CONTROLLER.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            config,
+            podgen,
+            pods: ClusterIndex::default(),
+            services: ClusterIndex::default(),
+            expectations: ScaleExpectations::new(),
+            metrics,
+            failures: Mutex::default(),
+        }
+    }
+
+    /// The next backoff of a failing cluster (controller-runtime: 5 ms doubling up to 1000 s).
+    pub fn backoff(&self, key: &ClusterKey) -> Duration {
+        let Ok(mut failures) = self.failures.lock() else { return SHORT_REQUEUE };
+        let n = failures.entry(key.clone()).or_insert(0);
+        let delay = backoff_delay(*n);
+        *n = n.saturating_add(1);
+        delay
+    }
+
+    fn reset_backoff(&self, key: &ClusterKey) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(key);
+        }
+    }
+
+    /// Forget everything about a deleted cluster.
+    pub fn forget_cluster(&self, cluster: &RayCluster) {
+        let key = cluster_key(cluster);
+        self.expectations.forget_cluster(&key.namespace, &key.name);
+        self.reset_backoff(&key);
+        self.metrics.forget_cluster(&cluster_labels(cluster));
+    }
+
+    async fn publish(&self, cluster: &RayCluster, event: EventSpec) {
+        match event.severity {
+            Severity::Normal => info!(reason = event.reason, note = %event.note, "event"),
+            Severity::Warning => warn!(reason = event.reason, note = %event.note, "event"),
+        }
+        let ev = Event {
+            type_: match event.severity {
+                Severity::Normal => EventType::Normal,
+                Severity::Warning => EventType::Warning,
+            },
+            reason: event.reason.to_owned(),
+            note: Some(event.note),
+            action: event.action.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &cluster.object_ref(&())).await {
+            debug!(error = %e, "failed to publish event");
+        }
+    }
+
+    fn observe(&self, cluster: &RayCluster, now: Instant) -> ObservedState {
+        let key = cluster_key(cluster);
+        let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
+        let pods = self.pods.cluster(&key);
+        let mut unsatisfied = std::collections::HashSet::new();
+        let groups = std::iter::once(plan::HEAD_GROUP_KEY.to_owned())
+            .chain(cluster.spec.worker_group_specs.iter().flatten().map(|g| g.group_name.clone()));
+        for group in groups {
+            let exists = |name: &str| self.pods.contains(&key.namespace, name);
+            if !self.expectations.is_satisfied(&key.namespace, &key.name, &group, now, exists) {
+                unsatisfied.insert(group);
+            }
+        }
+        ObservedState {
+            pods,
+            head_services: self
+                .services
+                .cluster(&key)
+                .into_iter()
+                .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
+                .collect(),
+            unsatisfied_groups: unsatisfied,
+        }
+    }
+}
+
+/// controller-runtime's per-item backoff: 5 ms doubling per consecutive failure, capped at 1000 s.
+pub fn backoff_delay(failures: u32) -> Duration {
+    let factor = 1u32.checked_shl(failures.min(31)).unwrap_or(u32::MAX);
+    Duration::from_millis(5).saturating_mul(factor).min(Duration::from_secs(1000))
+}
+
+/// Namespace and name of a cluster.
+pub fn cluster_key(cluster: &RayCluster) -> ClusterKey {
+    ClusterKey::new(cluster.namespace().unwrap_or_default(), cluster.name_any())
+}
+
+fn cluster_labels(cluster: &RayCluster) -> ClusterLabels {
+    ClusterLabels {
+        name: cluster.name_any(),
+        namespace: cluster.namespace().unwrap_or_default(),
+        uid: cluster.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_not_found())
+}
+
+fn is_already_exists(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_already_exists())
+}
+
+/// One RayCluster pass (KubeRay's `Reconcile` + `rayClusterReconcile`).
+#[tracing::instrument(skip_all, fields(raycluster = %cluster.name_any(), namespace = cluster.namespace().unwrap_or_default()))]
+pub async fn reconcile(cluster: Arc<RayCluster>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let result = reconcile_inner(&cluster, &ctx).await;
+    let key = cluster_key(&cluster);
+    let label = match &result {
+        Ok(_) => {
+            ctx.reset_backoff(&key);
+            "requeue_after"
+        }
+        Err(_) => "error",
+    };
+    ctx.metrics.observe_reconcile(label, started.elapsed().as_secs_f64());
+    result
+}
+
+/// What the controller does after a failed pass.
+pub fn error_policy(cluster: Arc<RayCluster>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let delay = ctx.backoff(&cluster_key(&cluster));
+    warn!(raycluster = %cluster.name_any(), error = %error, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, ReconcileError> {
+    let await_change = Action::await_change();
+    match plan::preflight(cluster, &ctx.config) {
+        Preflight::NotManaged => return Ok(await_change),
+        Preflight::Invalid(event) => {
+            ctx.publish(cluster, event).await;
+            return Ok(await_change);
+        }
+        Preflight::InvalidStatus(event) => {
+            let note = event.note.clone();
+            ctx.publish(cluster, event).await;
+            return Err(PassError::plain(note).into());
+        }
+        Preflight::Proceed(warnings) => {
+            for w in warnings {
+                ctx.publish(cluster, w).await;
+            }
+        }
+    }
+
+    if let Some(action) = gcs_ft::reconcile_finalizer(cluster, ctx).await? {
+        return Ok(action);
+    }
+    if cluster.metadata.deletion_timestamp.is_some() {
+        return Ok(await_change);
+    }
+
+    let mut pass_error: Option<PassError> = None;
+    if cluster.spec.enable_in_tree_autoscaling == Some(true)
+        && let Err(e) = ensure_autoscaler_rbac(cluster, ctx).await
+    {
+        pass_error = Some(e);
+    }
+    if pass_error.is_none()
+        && let Err(e) = ensure_head_service(cluster, ctx).await
+    {
+        pass_error = Some(e);
+    }
+    if pass_error.is_none() {
+        let observed = ctx.observe(cluster, Instant::now());
+        let mut suffix = random_suffix_source();
+        let pod_plan = plan::plan_pods(cluster, &observed, &ctx.config, &ctx.podgen, &mut suffix);
+        pass_error = execute_pod_plan(cluster, ctx, pod_plan).await;
+    }
+
+    let observed = ctx.observe(cluster, Instant::now());
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+    let mut inconsistent = false;
+    let calc = status::calculate_status(cluster, &observed, pass_error.as_ref(), &ctx.config.gates, &now);
+    let calc_error = match calc {
+        Ok(new_status) => {
+            if status::status_changed(cluster.status.as_ref(), &new_status) {
+                write_status(cluster, ctx, &new_status).await?;
+                inconsistent = true;
+                record_provisioned(cluster, ctx, &new_status, &now);
+            }
+            None
+        }
+        Err(e) => Some(e),
+    };
+    if let Some(e) = pass_error.or(calc_error) {
+        return Err(e.into());
+    }
+    if inconsistent {
+        return Ok(Action::requeue(SHORT_REQUEUE));
+    }
+    Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
+}
+
+fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus, now: &Time) {
+    let was = cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
+    let is = new.conditions.as_deref().is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
+    let labels = cluster_labels(cluster);
+    let owner = cluster
+        .labels()
+        .get(RAY_ORIGINATED_FROM_CRD_LABEL)
+        .cloned()
+        .unwrap_or_else(|| CRD_KIND_RAY_CLUSTER.to_owned());
+    ctx.metrics.observe_cluster(&labels, &owner, is);
+    if is
+        && !was
+        && let Some(created) = &cluster.metadata.creation_timestamp
+    {
+        let seconds = now.0.duration_since(created.0).as_secs_f64();
+        ctx.metrics.observe_provisioned(&labels, seconds.max(0.0));
+    }
+}
+
+/// A JSON merge patch turning `old` into `new` (removed keys become `null`).
+pub fn merge_patch(old: &Value, new: &Value) -> Value {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let mut patch = serde_json::Map::new();
+            for (k, v) in n {
+                match o.get(k) {
+                    Some(ov) if ov == v => {}
+                    Some(ov) => {
+                        patch.insert(k.clone(), merge_patch(ov, v));
+                    }
+                    None => {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            for k in o.keys().filter(|k| !n.contains_key(*k)) {
+                patch.insert(k.clone(), Value::Null);
+            }
+            Value::Object(patch)
+        }
+        _ => new.clone(),
+    }
+}
+
+async fn write_status(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus) -> Result<(), ReconcileError> {
+    let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let old = serde_json::to_value(cluster.status.clone().unwrap_or_default())?;
+    let new = serde_json::to_value(new)?;
+    let patch = serde_json::json!({ "status": merge_patch(&old, &new) });
+    api.patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+fn random_suffix_source() -> impl FnMut() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let state = std::collections::hash_map::RandomState::new();
+    let alphabet = ray_api::constants::RANDOM_SUFFIX_ALPHABET.as_bytes();
+    let mut counter = 0u64;
+    move || {
+        (0..ray_api::constants::RANDOM_SUFFIX_LENGTH)
+            .map(|_| {
+                let mut h = state.build_hasher();
+                h.write_u64(counter);
+                counter = counter.wrapping_add(1);
+                let i = usize::try_from(h.finish() % alphabet.len() as u64).unwrap_or(0);
+                char::from(alphabet[i])
+            })
+            .collect()
+    }
+}
+
+fn pass_failure(marker: ErrorMarker, text: String) -> PassError {
+    PassError::marked(marker, format!("{}: {text}", marker.as_str()))
+}
+
+/// Run a pod plan; the first failing operation ends it.
+pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: PodPlan) -> Option<PassError> {
+    let key = cluster_key(cluster);
+    let (ns, name) = (key.namespace.as_str(), key.name.as_str());
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    for step in pod_plan.actions {
+        match step {
+            PodAction::DeleteCollection { group, issue, ok, fail_reason, marker } => {
+                if issue {
+                    let mut selector = format!("{RAY_CLUSTER_LABEL}={name}");
+                    if let Some(g) = &group {
+                        selector.push_str(&format!(",{RAY_NODE_GROUP_LABEL}={g}"));
+                    }
+                    let params = ListParams::default().labels(&selector);
+                    if let Err(e) = pods.delete_collection(&DeleteParams::default(), &params).await {
+                        let note = match &group {
+                            Some(g) => format!("Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}"),
+                            None => format!("Failed deleting Pods for RayCluster {ns}/{name}, {e}"),
+                        };
+                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone())).await;
+                        return Some(pass_failure(marker, note));
+                    }
+                }
+                if group.is_none() {
+                    ctx.expectations.forget_cluster(ns, name);
+                }
+                ctx.publish(cluster, ok).await;
+            }
+            PodAction::DeletePod { name: pod, group, kind } => {
+                let result = pods.delete(&pod, &DeleteParams::default()).await;
+                let (ok_reason, fail_reason, marker) = match &kind {
+                    DeleteKind::UnhealthyHead(_) => {
+                        (reason::DELETED_HEAD_POD, reason::FAILED_TO_DELETE_HEAD_POD, ErrorMarker::FailedDeleteHeadPod)
+                    }
+                    _ => (reason::DELETED_WORKER_POD, reason::FAILED_TO_DELETE_WORKER_POD, ErrorMarker::FailedDeleteWorkerPod),
+                };
+                let ok_note = match &kind {
+                    DeleteKind::UnhealthyHead(n) | DeleteKind::UnhealthyWorker(n) => n.clone(),
+                    DeleteKind::WorkersToDelete => format!("Deleted pod {ns}/{pod}"),
+                    DeleteKind::Surplus => format!("Deleted Pod {ns}/{pod}"),
+                    DeleteKind::MultiHost(why) => format!("Deleted worker Pod {ns}/{pod} for group {group}: {why}"),
+                };
+                match result {
+                    Ok(_) => {
+                        ctx.expectations.expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
+                        ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note)).await;
+                    }
+                    Err(e) if is_not_found(&e) => {
+                        if matches!(kind, DeleteKind::Surplus | DeleteKind::MultiHost(_)) {
+                            ctx.expectations.expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
+                            ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note)).await;
+                        }
+                    }
+                    Err(e) => {
+                        let note = match &kind {
+                            DeleteKind::UnhealthyHead(_) => format!("Failed deleting head Pod {ns}/{pod}, {e}"),
+                            DeleteKind::UnhealthyWorker(_) => format!("Failed deleting worker Pod {ns}/{pod}, {e}"),
+                            DeleteKind::WorkersToDelete => format!("Failed deleting pod {ns}/{pod}, {e}"),
+                            DeleteKind::Surplus | DeleteKind::MultiHost(_) => format!("Failed deleting Pod {ns}/{pod}, {e}"),
+                        };
+                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone())).await;
+                        return Some(pass_failure(marker, note));
+                    }
+                }
+            }
+            PodAction::CreatePod { pod, group } => {
+                let head = group == plan::HEAD_GROUP_KEY;
+                match pods.create(&PostParams::default(), &pod).await {
+                    Ok(created) => {
+                        let pod_name = created.name_any();
+                        ctx.expectations.expect(ns, name, &group, &pod_name, ScaleAction::Create, Instant::now());
+                        let (r, note) = if head {
+                            (reason::CREATED_HEAD_POD, format!("Created head Pod {ns}/{pod_name}"))
+                        } else {
+                            (reason::CREATED_WORKER_POD, format!("Created worker Pod {ns}/{pod_name}"))
+                        };
+                        ctx.publish(cluster, EventSpec::normal(r, action::CREATE, note)).await;
+                    }
+                    Err(e) => {
+                        let pod_name = pod.metadata.name.clone().or(pod.metadata.generate_name.clone()).unwrap_or_default();
+                        let (r, marker, note) = if head {
+                            (
+                                reason::FAILED_TO_CREATE_HEAD_POD,
+                                ErrorMarker::FailedCreateHeadPod,
+                                format!("Failed to create head Pod {ns}/{pod_name}, {e}"),
+                            )
+                        } else {
+                            (
+                                reason::FAILED_TO_CREATE_WORKER_POD,
+                                ErrorMarker::FailedCreateWorkerPod,
+                                format!("Failed to create worker Pod for the cluster {ns}/{name}, {e}"),
+                            )
+                        };
+                        ctx.publish(cluster, EventSpec::warning(r, action::CREATE, note.clone())).await;
+                        return Some(pass_failure(marker, note));
+                    }
+                }
+            }
+        }
+    }
+    pod_plan.error_after
+}
+
+async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+    let key = cluster_key(cluster);
+    let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
+    let existing: Vec<Arc<ServiceInfo>> =
+        ctx.services.cluster(&key).into_iter().filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier)).collect();
+    match existing.len() {
+        0 => {}
+        1 => return Ok(()),
+        n => {
+            let names: Vec<&str> = existing.iter().map(|s| s.name.as_str()).collect();
+            return Err(PassError::plain(format!("{n} head service found {names:?}")));
+        }
+    }
+    let svc = podgen::head_service(cluster, &ctx.podgen);
+    if svc.spec.as_ref().and_then(|s| s.ports.as_ref()).is_none_or(Vec::is_empty) {
+        return Err(PassError::plain(format!(
+            "ray head service does not have any ports set up. Service specification: {:?}",
+            svc.spec
+        )));
+    }
+    let api: Api<Service> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let svc_name = svc.name_any();
+    match api.create(&PostParams::default(), &svc).await {
+        Ok(_) => {
+            ctx.publish(
+                cluster,
+                EventSpec::normal(reason::CREATED_SERVICE, action::CREATE, format!("Created service {}/{svc_name}", key.namespace)),
+            )
+            .await;
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => {
+            let note = format!("Failed to create service {}/{svc_name}, {e}", key.namespace);
+            ctx.publish(cluster, EventSpec::warning(reason::FAILED_TO_CREATE_SERVICE, action::CREATE, note.clone())).await;
+            Err(PassError::plain(note))
+        }
+    }
+}
+
+async fn ensure_autoscaler_rbac(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let key = cluster_key(cluster);
+    let ns = key.namespace.as_str();
+    let objects = podgen::autoscaler_rbac(cluster);
+    let user_sa = cluster
+        .spec
+        .head_group_spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.clone())
+        .filter(|s| !s.is_empty());
+    let sa_api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), ns);
+    let sa_key = user_sa.clone().unwrap_or_else(|| key.name.clone());
+    match sa_api.get_opt(&sa_key).await {
+        Ok(Some(_)) => {}
+        Ok(None) if user_sa.is_some() => {
+            let note = format!(
+                "Failed to reconcile RayCluster {ns}/{}. Autoscaler ServiceAccount {sa_key} not found; create it or unset serviceAccountName in the head template",
+                key.name
+            );
+            ctx.publish(cluster, EventSpec::warning(reason::AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND, action::VALIDATE, note.clone()))
+                .await;
+            return Err(PassError::plain(note));
+        }
+        Ok(None) => {
+            create_child(cluster, ctx, &sa_api, &objects.service_account, reason::CREATED_SERVICE_ACCOUNT, reason::FAILED_TO_CREATE_SERVICE_ACCOUNT, "service account").await?;
+        }
+        Err(e) => return Err(PassError::plain(e.to_string())),
+    }
+    let role_api: Api<Role> = Api::namespaced(ctx.client.clone(), ns);
+    if role_api.get_opt(&objects.role.name_any()).await.map_err(|e| PassError::plain(e.to_string()))?.is_none() {
+        create_child(cluster, ctx, &role_api, &objects.role, reason::CREATED_ROLE, reason::FAILED_TO_CREATE_ROLE, "role").await?;
+    }
+    let rb_api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), ns);
+    if rb_api.get_opt(&objects.role_binding.name_any()).await.map_err(|e| PassError::plain(e.to_string()))?.is_none() {
+        create_child(
+            cluster,
+            ctx,
+            &rb_api,
+            &objects.role_binding,
+            reason::CREATED_ROLE_BINDING,
+            reason::FAILED_TO_CREATE_ROLE_BINDING,
+            "role binding",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn create_child<K>(
+    cluster: &RayCluster,
+    ctx: &Context,
+    api: &Api<K>,
+    obj: &K,
+    ok_reason: &'static str,
+    fail_reason: &'static str,
+    what: &str,
+) -> Result<(), PassError>
+where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ns = cluster.namespace().unwrap_or_default();
+    let obj_name = obj.meta().name.clone().unwrap_or_default();
+    match api.create(&PostParams::default(), obj).await {
+        Ok(_) => {
+            ctx.publish(cluster, EventSpec::normal(ok_reason, action::CREATE, format!("Created {what} {ns}/{obj_name}"))).await;
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => {
+            let note = format!("Failed to create {what} {ns}/{obj_name}, {e}");
+            ctx.publish(cluster, EventSpec::warning(fail_reason, action::CREATE, note.clone())).await;
+            Err(PassError::plain(note))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_nulls_removed_keys_and_recurses() {
+        let old = json!({"a": 1, "head": {"podIP": "1.2.3.4", "podName": "h"}, "conditions": [1]});
+        let new = json!({"a": 1, "head": {"podName": "h2"}, "conditions": [2]});
+        assert_eq!(merge_patch(&old, &new), json!({"head": {"podIP": null, "podName": "h2"}, "conditions": [2]}));
+    }
+
+    #[test]
+    fn backoff_doubles_from_5ms_up_to_1000s() {
+        assert_eq!(backoff_delay(0), Duration::from_millis(5));
+        assert_eq!(backoff_delay(3), Duration::from_millis(40));
+        assert_eq!(backoff_delay(20), Duration::from_secs(1000));
+        assert_eq!(backoff_delay(u32::MAX), Duration::from_secs(1000));
+    }
+}
