@@ -246,3 +246,93 @@ pub const RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS: &str =
 pub const RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: &str = "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS";
 /// Env var: enable zero-downtime RayService upgrades.
 pub const ENABLE_ZERO_DOWNTIME: &str = "ENABLE_ZERO_DOWNTIME";
+
+// ---------------------------------------------------------------------------------------------
+// Validation (KubeRay `utils/validation.go`): env vars, volumes and condition types it inspects
+// ---------------------------------------------------------------------------------------------
+
+/// RayCluster condition type: pods are being deleted for suspension.
+pub const RAY_CLUSTER_SUSPENDING_CONDITION: &str = "RayClusterSuspending";
+/// RayCluster condition type: the cluster is suspended.
+pub const RAY_CLUSTER_SUSPENDED_CONDITION: &str = "RayClusterSuspended";
+/// Head env var switching the Ray autoscaler to v2 (`"1"` / `"true"`).
+pub const RAY_ENABLE_AUTOSCALER_V2_ENV: &str = "RAY_enable_autoscaler_v2";
+/// Head env var with the Redis address (implicitly enables GCS FT).
+pub const RAY_REDIS_ADDRESS_ENV: &str = "RAY_REDIS_ADDRESS";
+/// Head env var with the Redis password.
+pub const REDIS_PASSWORD_ENV: &str = "REDIS_PASSWORD";
+/// Head env var with the Redis user name.
+pub const REDIS_USERNAME_ENV: &str = "REDIS_USERNAME";
+/// Autoscaler env var carrying the generated start command (KubeRay-managed).
+pub const KUBERAY_GEN_AUTOSCALER_START_CMD_ENV: &str = "KUBERAY_GEN_AUTOSCALER_START_CMD";
+/// Head env var selecting the embedded GCS storage (KubeRay-managed with the RocksDB backend).
+pub const RAY_GCS_STORAGE_ENV: &str = "RAY_gcs_storage";
+/// Head env var with the embedded GCS storage path (KubeRay-managed with the RocksDB backend).
+pub const RAY_GCS_STORAGE_PATH_ENV: &str = "RAY_gcs_storage_path";
+/// Volume name of the embedded GCS storage.
+pub const GCS_STORAGE_VOLUME_NAME: &str = "gcs-storage";
+/// Mount path of the embedded GCS storage.
+pub const GCS_STORAGE_MOUNT_PATH: &str = "/data/gcs";
+/// Env var enabling Ray TLS (KubeRay-managed with `tlsOptions`).
+pub const RAY_USE_TLS_ENV: &str = "RAY_USE_TLS";
+/// Env var with the Ray TLS server certificate path.
+pub const RAY_TLS_SERVER_CERT_ENV: &str = "RAY_TLS_SERVER_CERT";
+/// Env var with the Ray TLS server key path.
+pub const RAY_TLS_SERVER_KEY_ENV: &str = "RAY_TLS_SERVER_KEY";
+/// Env var with the Ray TLS CA certificate path.
+pub const RAY_TLS_CA_CERT_ENV: &str = "RAY_TLS_CA_CERT";
+/// Volume name of the Ray TLS certificates.
+pub const RAY_TLS_VOLUME_NAME: &str = "ray-tls";
+/// Mount path of the Ray TLS certificates.
+pub const RAY_TLS_CERT_MOUNT_PATH: &str = "/etc/ray/tls";
+/// History collector env var: pod IP (KubeRay-managed).
+pub const COLLECTOR_POD_IP_ENV: &str = "POD_IP";
+/// History collector env var: fully qualified Ray IP (KubeRay-managed).
+pub const COLLECTOR_FQ_RAY_IP_ENV: &str = "FQ_RAY_IP";
+/// History collector env var: cluster name (KubeRay-managed).
+pub const COLLECTOR_RAY_CLUSTER_NAME_ENV: &str = "RAY_CLUSTER_NAME";
+/// History collector env var: cluster namespace (KubeRay-managed).
+pub const COLLECTOR_RAY_CLUSTER_NAMESPACE_ENV: &str = "RAY_CLUSTER_NAMESPACE";
+/// History collector env var: node role (KubeRay-managed).
+pub const COLLECTOR_RAY_ROLE_ENV: &str = "RAY_ROLE";
+/// History collector env var: owner kind (KubeRay-managed).
+pub const COLLECTOR_OWNER_KIND_ENV: &str = "OWNER_KIND";
+/// History collector env var: owner name (KubeRay-managed).
+pub const COLLECTOR_OWNER_NAME_ENV: &str = "OWNER_NAME";
+/// History collector env var: events port (KubeRay-managed).
+pub const COLLECTOR_EVENTS_PORT_ENV: &str = "EVENTS_PORT";
+/// History collector env var: storage backend (`GCS`, `S3`, `AZUREBLOB`, `ALIYUNOSS`).
+pub const COLLECTOR_STORAGE_BACKEND_ENV: &str = "STORAGE_BACKEND";
+/// History collector env var: GCS bucket.
+pub const COLLECTOR_GCS_BUCKET_ENV: &str = "GCS_BUCKET";
+/// History collector env var: S3 region.
+pub const COLLECTOR_S3_REGION_ENV: &str = "S3_REGION";
+/// History collector env var: Azure auth mode.
+pub const COLLECTOR_AZURE_STORAGE_AUTH_MODE_ENV: &str = "AZURE_STORAGE_AUTH_MODE";
+/// History collector env var: Azure connection string.
+pub const COLLECTOR_AZURE_STORAGE_CONNECTION_STRING_ENV: &str = "AZURE_STORAGE_CONNECTION_STRING";
+/// History collector env var: Azure account URL.
+pub const COLLECTOR_AZURE_STORAGE_ACCOUNT_URL_ENV: &str = "AZURE_STORAGE_ACCOUNT_URL";
+/// History collector env var: Aliyun OSS bucket.
+pub const COLLECTOR_ALIYUN_BUCKET_ENV: &str = "ALIYUN_BUCKET";
+/// History collector env var: Aliyun OSS endpoint.
+pub const COLLECTOR_ALIYUN_ENDPOINT_ENV: &str = "ALIYUN_ENDPOINT";
+/// History collector env var: Aliyun OSS region.
+pub const COLLECTOR_ALIYUN_REGION_ENV: &str = "ALIYUN_REGION";
+
+// ---------------------------------------------------------------------------------------------
+// RayJob submitter (KubeRay `common/job.go`, `rayjob_controller.go`)
+// ---------------------------------------------------------------------------------------------
+
+/// `backoffLimit` of the submitter Job when `spec.submitterConfig.backoffLimit` is unset.
+pub const DEFAULT_SUBMITTER_JOB_BACKOFF_LIMIT: i32 = 2;
+/// CPU request of KubeRay's default submitter container.
+pub const DEFAULT_SUBMITTER_CONTAINER_CPU_REQUEST: &str = "500m";
+/// Memory request of KubeRay's default submitter container.
+pub const DEFAULT_SUBMITTER_CONTAINER_MEMORY_REQUEST: &str = "200Mi";
+/// CPU limit of KubeRay's default submitter container.
+pub const DEFAULT_SUBMITTER_CONTAINER_CPU_LIMIT: &str = "1";
+/// Memory limit of KubeRay's default submitter container.
+pub const DEFAULT_SUBMITTER_CONTAINER_MEMORY_LIMIT: &str = "1Gi";
+/// Oldest Ray version whose `ray job submit` accepts `--metadata-json`.
+pub const MIN_RAY_VERSION_FOR_JOB_METADATA: &str = "2.6.0";

@@ -8,12 +8,16 @@ pub mod quantity;
 
 pub mod common;
 pub mod crds;
+pub mod defaults;
+pub mod feature_gates;
 pub mod raycluster;
 pub mod raycronjob;
 pub mod rayjob;
 pub mod rayservice;
 mod schema_util;
+pub mod strict;
 mod string_enum;
+pub mod validation;
 pub mod yaml;
 
 pub use common::*;

@@ -59,6 +59,8 @@ fn compare(input: &Value, output: &Value, schema: Option<&Value>, path: &str, di
 }
 
 fn round_trip<K: DeserializeOwned + Serialize>(doc: &Value, kind: &str) -> Result<Vec<String>, String> {
+    // The strict reader must accept every sample too: KubeRay's own samples name no unknown field.
+    ray_api::strict::from_value_strict::<K>(doc.clone()).map_err(|e| format!("strict parse: {e}"))?;
     let typed: K = serde_json::from_value(doc.clone()).map_err(|e| format!("parse error: {e}"))?;
     let back = serde_json::to_value(&typed).map_err(|e| format!("serialise error: {e}"))?;
     let crd = our_crd(kind);

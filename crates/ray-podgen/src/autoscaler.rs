@@ -189,7 +189,7 @@ pub fn build_autoscaler_rbac(cluster: &RayCluster) -> Option<AutoscalerRbac> {
                 api_group: None,
             }]),
             role_ref: RoleRef {
-                api_group: "rbac.authorization.k8s.io".to_owned(),
+                api_group: Some("rbac.authorization.k8s.io".to_owned()),
                 kind: "Role".to_owned(),
                 name: role_name,
             },

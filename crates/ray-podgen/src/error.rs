@@ -3,9 +3,6 @@
 /// Why an object could not be generated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PodGenError {
-    /// A `--feature-gates` value KubeRay would refuse (message as Kubernetes prints it).
-    #[error("{0}")]
-    FeatureGate(String),
     /// A pod template without containers (the Ray container must be `containers[0]`).
     #[error("{group} pod template has no containers; the Ray container must be containers[0]")]
     MissingRayContainer {
@@ -35,4 +32,22 @@ pub enum PodGenError {
         /// Kind of the object.
         kind: &'static str,
     },
+    /// `spec.runtimeEnvYAML` is not valid YAML (sigs.k8s.io/yaml's `YAMLToJSON` prefix).
+    #[error("error converting YAML to JSON: {0}")]
+    RuntimeEnvYaml(String),
+    /// `rayClusterSpec.rayVersion` is not a semantic version (metadata needs a version check).
+    #[error("failed to parse Ray version: {version}: Invalid Semantic Version")]
+    RayVersionParse {
+        /// The rejected version text.
+        version: String,
+    },
+    /// `spec.metadata` needs Ray 2.6.0 or later.
+    #[error("the Ray version must be at least 2.6.0 to use the metadata field")]
+    RayVersionTooOldForMetadata,
+    /// `BuildJobSubmitCommand` only knows `K8sJobMode` and `SidecarMode`.
+    #[error("unsupported submission mode for job submit command: {0}")]
+    UnsupportedSubmissionMode(String),
+    /// A RayCluster must be built for a RayJob without `spec.rayClusterSpec`.
+    #[error("RayJob {0} has no rayClusterSpec to create a RayCluster from")]
+    MissingRayClusterSpec(String),
 }
