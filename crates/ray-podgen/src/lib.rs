@@ -22,6 +22,8 @@ pub mod pod;
 pub mod probes;
 pub mod qty;
 pub mod random;
+pub mod rayjob;
+pub mod rayservice;
 pub mod service;
 pub mod start_params;
 
