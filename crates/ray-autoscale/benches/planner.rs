@@ -63,6 +63,47 @@ fn bench_planner(c: &mut Criterion) {
     c.bench_function("planner_1000_demands", |b| b.iter(|| plan(black_box(&input))));
 }
 
+/// Five groups of 1,000 workers (5,000 pods): 600 busy and 400 idle per group, some idle past the
+/// 60 s timeout, and 1,000 pending 1-CPU demands that mostly fit on the busy pods' spare capacity.
+fn planner_input_5000_workers() -> PlannerInput {
+    let groups = (0..5)
+        .map(|g| {
+            let name = format!("group-{g}");
+            let pod = ResourceSet::new().with(CPU, 4.0);
+            let mut pods: Vec<WorkerPod> = (0..600)
+                .map(|i| WorkerPod::busy(format!("{name}-busy-{i:04}"), ResourceSet::new().with(CPU, 3.0)))
+                .collect();
+            pods.extend((0..400).map(|i| WorkerPod::idle(format!("{name}-idle-{i:04}"), Duration::from_secs(i % 120))));
+            GroupState {
+                name,
+                pod_resources: pod,
+                replicas: GroupReplicas {
+                    replicas: Some(1000),
+                    min_replicas: Some(100),
+                    max_replicas: Some(2000),
+                    num_of_hosts: 1,
+                    suspend: false,
+                },
+                idle_timeout: None,
+                workers_to_delete: vec![],
+                pods,
+            }
+        })
+        .collect();
+    PlannerInput {
+        now: Duration::from_secs(120),
+        head: HeadNode::default(),
+        groups,
+        demands: (0..1000).map(|_| ResourceSet::new().with(CPU, 1.0)).collect(),
+        options: PlannerOptions::default(),
+    }
+}
+
+fn bench_planner_5000_workers(c: &mut Criterion) {
+    let input = planner_input_5000_workers();
+    c.bench_function("planner_5000_workers", |b| b.iter(|| plan(black_box(&input))));
+}
+
 /// Ten groups of 500 workers; each group lists 20 pods in workersToDelete, has one failed pod in
 /// half the groups, and a replicas target that is sometimes above and sometimes below.
 fn bench_operator_math(c: &mut Criterion) {
@@ -110,5 +151,5 @@ fn bench_operator_math(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_planner, bench_operator_math);
+criterion_group!(benches, bench_planner, bench_planner_5000_workers, bench_operator_math);
 criterion_main!(benches);

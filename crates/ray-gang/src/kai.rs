@@ -33,3 +33,55 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>) -> Vec<GangLog> {
         }],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::*;
+    use crate::scheduler::BatchScheduler;
+    use serde_json::json;
+
+    #[test]
+    fn golden_g47_queue_label_is_copied() {
+        let c = t_cluster(1, &[(KAI_QUEUE_LABEL, "test-queue")]);
+        let j = job("j", &[(KAI_QUEUE_LABEL, "test-queue")], json!({"entrypoint": "x"}));
+        for parent in [Parent::Cluster(&c), Parent::Job(&j)] {
+            let mut p = pod(&[("existing-label", "value"), ("app", "ray")]);
+            let logs = BatchScheduler::Kai.decorate_pod(parent, &mut p, "headgroup");
+            assert!(logs.is_empty());
+            assert_eq!(
+                p.metadata.labels.unwrap(),
+                map(&[
+                    ("app", "ray"),
+                    ("existing-label", "value"),
+                    (KAI_QUEUE_LABEL, "test-queue")
+                ])
+            );
+            assert_eq!(p.spec.unwrap().scheduler_name.as_deref(), Some("kai-scheduler"));
+        }
+    }
+
+    #[test]
+    fn missing_queue_logs_and_k8s_job_mode_is_rejected() {
+        let c = t_cluster(1, &[(KAI_QUEUE_LABEL, "")]);
+        let mut p = pod(&[]);
+        let logs = BatchScheduler::Kai.decorate_pod(Parent::Cluster(&c), &mut p, "headgroup");
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].level, GangLogLevel::Info);
+        assert!(p.metadata.labels.unwrap_or_default().is_empty());
+        assert_eq!(p.spec.unwrap().scheduler_name.as_deref(), Some("kai-scheduler"));
+
+        let err = BatchScheduler::Kai
+            .pod_group_for_job(&t_job(1, Some("K8sJobMode")))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "KAI-Scheduler does not support RayJob with K8sJobMode: the submitter pod is created after RayCluster \
+             is ready, preventing proper gang scheduling"
+        );
+        for mode in [None, Some("HTTPMode"), Some("SidecarMode"), Some("InteractiveMode")] {
+            assert_eq!(BatchScheduler::Kai.pod_group_for_job(&t_job(1, mode)), Ok(None));
+        }
+        assert_eq!(BatchScheduler::Kai.pod_group_for_cluster(&t_cluster(1, &[])), Ok(None));
+    }
+}

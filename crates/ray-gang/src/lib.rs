@@ -27,6 +27,8 @@
 
 pub mod constants;
 pub mod error;
+#[cfg(test)]
+mod fixtures;
 mod gojson;
 pub mod kai;
 pub mod parent;

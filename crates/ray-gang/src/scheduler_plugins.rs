@@ -27,6 +27,11 @@ fn is_zero(value: &i32) -> bool {
     *value == 0
 }
 
+/// Go `omitempty` for a (non-pointer) `ResourceList`: nil and empty maps are both left out.
+fn is_none_or_empty(value: &Option<BTreeMap<String, Quantity>>) -> bool {
+    value.as_ref().is_none_or(BTreeMap::is_empty)
+}
+
 /// Spec of a scheduler-plugins PodGroup.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[kube(
@@ -46,7 +51,7 @@ pub struct PodGroupSpec {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_member: i32,
     /// Resources the whole gang needs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "is_none_or_empty")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
     /// Scheduling timeout (never set by KubeRay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,4 +127,117 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>) {
         child.set_label(SCHEDULER_PLUGINS_POD_GROUP_LABEL, parent.name());
     }
     child.set_scheduler_name(SCHEDULER_PLUGINS_SCHEDULER_NAME);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::*;
+    use crate::scheduler::{BatchScheduler, DesiredPodGroup};
+
+    const GANG: (&str, &str) = ("ray.io/gang-scheduling-enabled", "true");
+
+    fn desired(c: &RayCluster) -> PodGroup {
+        match BatchScheduler::SchedulerPlugins.pod_group_for_cluster(c).unwrap() {
+            Some(DesiredPodGroup::SchedulerPlugins(pg)) => pg,
+            other => panic!("expected a scheduler-plugins PodGroup, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn golden_g44_t_cluster_sizes() {
+        for (hosts, min_member, cpu, memory, gpu) in [(1, 3, "768m", "768Mi", "2"), (2, 5, "1280m", "1280Mi", "4")] {
+            let pg = desired(&t_cluster(hosts, &[GANG]));
+            assert_eq!(pg.spec.min_member, min_member);
+            assert_eq!(
+                strings(&pg.spec.min_resources),
+                map(&[("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpu)])
+            );
+            assert_eq!(pg.metadata.name.as_deref(), Some("raycluster-sample"));
+            assert_eq!(pg.metadata.namespace.as_deref(), Some("default"));
+            let owners = pg.metadata.owner_references.unwrap();
+            assert_eq!(owners.len(), 1);
+            assert_eq!(
+                (owners[0].kind.as_str(), owners[0].name.as_str()),
+                ("RayCluster", "raycluster-sample")
+            );
+            assert_eq!((owners[0].controller, owners[0].block_owner_deletion), (None, None));
+        }
+    }
+
+    #[test]
+    fn golden_g46_sample() {
+        let c: RayCluster = sample("ray-cluster.scheduler-plugins.yaml", "RayCluster");
+        let pg = desired(&c);
+        assert_eq!(pg.metadata.name.as_deref(), Some("test-podgroup-0"));
+        assert_eq!(pg.spec.min_member, 3);
+        assert_eq!(strings(&pg.spec.min_resources), map(&[("cpu", "3"), ("memory", "4Gi")]));
+        let value = serde_json::to_value(&pg).unwrap();
+        assert_eq!(value["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
+        assert_eq!(
+            value["spec"],
+            serde_json::json!({"minMember": 3, "minResources": {"cpu": "3", "memory": "4Gi"}})
+        );
+        // An empty list is left out, as Go's `omitempty` on a map does.
+        let mut empty = pg.spec.clone();
+        empty.min_resources = Some(BTreeMap::new());
+        assert_eq!(
+            serde_json::to_value(&empty).unwrap(),
+            serde_json::json!({"minMember": 3})
+        );
+    }
+
+    #[test]
+    fn no_label_no_group_never_updated_and_jobs_rejected() {
+        assert_eq!(
+            BatchScheduler::SchedulerPlugins
+                .pod_group_for_cluster(&t_cluster(1, &[]))
+                .unwrap(),
+            None
+        );
+        let pg = desired(&t_cluster(1, &[GANG]));
+        let mut stale = pg.clone();
+        stale.spec.min_member = 99;
+        assert_eq!(plan_sync(Some(&stale), &pg), SyncPlan::Unchanged);
+        assert_eq!(plan_sync(None, &pg), SyncPlan::Create(pg.clone()));
+        let err = BatchScheduler::SchedulerPlugins
+            .pod_group_for_job(&t_job(1, Some("K8sJobMode")))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "currently only RayCluster is supported, got *v1.RayJob"
+        );
+        // Autoscaling is ignored: desired replicas and resources.
+        let mut spec = t_spec(1, true);
+        spec["enableInTreeAutoscaling"] = serde_json::json!(true);
+        let pg = desired(&cluster("raycluster-sample", &[GANG], spec));
+        assert_eq!(pg.spec.min_member, 3);
+    }
+
+    #[test]
+    fn pod_metadata() {
+        let c = t_cluster(1, &[GANG]);
+        let mut p = pod(&[("app", "x")]);
+        BatchScheduler::SchedulerPlugins.decorate_pod(Parent::Cluster(&c), &mut p, "headgroup");
+        assert_eq!(
+            p.metadata.labels.unwrap(),
+            map(&[("app", "x"), ("scheduling.x-k8s.io/pod-group", "raycluster-sample")])
+        );
+        assert_eq!(
+            p.spec.unwrap().scheduler_name.as_deref(),
+            Some("scheduler-plugins-scheduler")
+        );
+        let plain = t_cluster(1, &[]);
+        let mut p = pod(&[]);
+        BatchScheduler::SchedulerPlugins.decorate_pod(Parent::Cluster(&plain), &mut p, "headgroup");
+        assert!(p.metadata.labels.unwrap_or_default().is_empty());
+        assert_eq!(
+            p.spec.unwrap().scheduler_name.as_deref(),
+            Some("scheduler-plugins-scheduler")
+        );
+        assert_eq!(
+            BatchScheduler::SchedulerPlugins.plugin_name(),
+            "scheduler-plugins-scheduler"
+        );
+    }
 }

@@ -132,3 +132,256 @@ pub fn pod_group_params(spec: &RayClusterSpec) -> Result<GangSize, QuantityError
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::*;
+    use proptest::prelude::*;
+    use ray_api::quantity::Qty;
+    use serde_json::json;
+
+    fn group(replicas: Option<i32>, min: i32, max: i32, hosts: i32) -> WorkerGroupSpec {
+        serde_json::from_value(worker_group(
+            "g",
+            replicas,
+            Some(min),
+            Some(max),
+            Some(hosts),
+            resources(&[("cpu", "1")], &[]),
+        ))
+        .unwrap()
+    }
+
+    fn totals(t: &ResourceTotals) -> std::collections::BTreeMap<String, String> {
+        t.iter().map(|(k, q)| (k.clone(), q.to_string())).collect()
+    }
+
+    #[test]
+    fn golden_g49_worker_group_desired_replicas() {
+        assert_eq!(worker_group_desired_replicas(&group(None, 1, 5, 1)), 1);
+        assert_eq!(worker_group_desired_replicas(&group(Some(3), 1, 5, 1)), 3);
+        assert_eq!(worker_group_desired_replicas(&group(Some(6), 1, 5, 1)), 5);
+        assert_eq!(worker_group_desired_replicas(&group(Some(0), 1, 5, 1)), 1);
+        let mut suspended = group(Some(3), 1, 5, 1);
+        suspended.suspend = Some(true);
+        assert_eq!(worker_group_desired_replicas(&suspended), 0);
+        assert_eq!(worker_group_desired_replicas(&group(Some(5), 1, 5, 4)), 20);
+    }
+
+    #[test]
+    fn golden_g50_desired_replicas_of_two_groups() {
+        let spec = |a: WorkerGroupSpec, b: WorkerGroupSpec| RayClusterSpec {
+            worker_group_specs: Some(vec![a, b]),
+            ..Default::default()
+        };
+        assert_eq!(
+            desired_worker_replicas(&spec(group(None, 1, 5, 1), group(None, 2, 5, 1))),
+            3
+        );
+        assert_eq!(
+            desired_worker_replicas(&spec(group(Some(0), 2, 5, 1), group(Some(6), 2, 5, 1))),
+            7
+        );
+        assert_eq!(
+            desired_worker_replicas(&spec(group(Some(6), 2, 5, 1), group(Some(3), 2, 5, 1))),
+            8
+        );
+        assert_eq!(
+            desired_worker_replicas(&spec(group(Some(3), 1, 6, 4), group(Some(3), 2, 5, 1))),
+            15
+        );
+    }
+
+    #[test]
+    fn golden_g52_desired_and_min_resources() {
+        let spec = cluster_spec(
+            resources(&[("cpu", "1"), ("memory", "100Mi")], &[]),
+            vec![worker_group(
+                "g",
+                Some(4),
+                Some(3),
+                Some(10),
+                Some(2),
+                resources(&[("cpu", "1"), ("memory", "200Mi")], &[]),
+            )],
+        );
+        assert_eq!(
+            totals(&desired_resources(&spec).unwrap()),
+            map(&[("cpu", "9"), ("memory", "1700Mi")])
+        );
+        assert_eq!(
+            totals(&min_resources(&spec).unwrap()),
+            map(&[("cpu", "7"), ("memory", "1300Mi")])
+        );
+    }
+
+    #[test]
+    fn golden_g53_two_groups_resources() {
+        let spec = cluster_spec(
+            resources(&[("cpu", "1"), ("memory", "100Mi")], &[]),
+            vec![
+                worker_group(
+                    "a",
+                    Some(2),
+                    Some(1),
+                    Some(10),
+                    Some(2),
+                    resources(&[("cpu", "2"), ("memory", "100Mi")], &[]),
+                ),
+                worker_group(
+                    "b",
+                    Some(3),
+                    Some(0),
+                    Some(10),
+                    Some(1),
+                    resources(&[("cpu", "1"), ("memory", "200Mi")], &[]),
+                ),
+            ],
+        );
+        assert_eq!(
+            totals(&desired_resources(&spec).unwrap()),
+            map(&[("cpu", "12"), ("memory", "1100Mi")])
+        );
+        assert_eq!(
+            totals(&min_resources(&spec).unwrap()),
+            map(&[("cpu", "5"), ("memory", "300Mi")])
+        );
+    }
+
+    #[test]
+    fn golden_g55_max_int32_replicas_do_not_overflow() {
+        let spec = cluster_spec(
+            resources(&[("cpu", "1"), ("memory", "100Mi")], &[]),
+            vec![worker_group(
+                "g",
+                Some(i32::MAX),
+                Some(i32::MAX),
+                Some(i32::MAX),
+                None,
+                resources(&[("cpu", "1"), ("memory", "0")], &[]),
+            )],
+        );
+        let expected = map(&[("cpu", "2147483648"), ("memory", "100Mi")]);
+        assert_eq!(totals(&desired_resources(&spec).unwrap()), expected);
+        assert_eq!(totals(&min_resources(&spec).unwrap()), expected);
+    }
+
+    #[test]
+    fn golden_g56_pod_resources_requests_win_limits_fill() {
+        let group: WorkerGroupSpec = serde_json::from_value(worker_group(
+            "g",
+            Some(1),
+            None,
+            None,
+            None,
+            resources(&[("cpu", "1")], &[("cpu", "1"), ("memory", "200Mi")]),
+        ))
+        .unwrap();
+        let before = group.clone();
+        assert_eq!(
+            totals(&worker_pod_resources(&group).unwrap()),
+            map(&[("cpu", "1"), ("memory", "200Mi")])
+        );
+        assert_eq!(group, before, "input requests unchanged");
+    }
+
+    #[test]
+    fn zero_replica_groups_keep_their_keys() {
+        let spec = cluster_spec(
+            resources(&[("cpu", "1")], &[]),
+            vec![worker_group(
+                "gpu",
+                Some(0),
+                Some(0),
+                Some(1),
+                None,
+                resources(&[("cpu", "1"), ("nvidia.com/gpu", "1")], &[]),
+            )],
+        );
+        assert_eq!(
+            totals(&desired_resources(&spec).unwrap()),
+            map(&[("cpu", "1"), ("nvidia.com/gpu", "0")])
+        );
+    }
+
+    #[test]
+    fn autoscaling_switches_to_minimums() {
+        let mut value = cluster_spec_json(
+            resources(&[("cpu", "1")], &[]),
+            vec![worker_group(
+                "g",
+                Some(4),
+                Some(1),
+                Some(5),
+                Some(2),
+                resources(&[("cpu", "1")], &[]),
+            )],
+        );
+        let spec: RayClusterSpec = serde_json::from_value(value.clone()).unwrap();
+        let off = pod_group_params(&spec).unwrap();
+        assert_eq!(
+            (off.min_member, off.min_resources["cpu"].to_string()),
+            (9, "9".to_owned())
+        );
+        value["enableInTreeAutoscaling"] = json!(true);
+        let spec: RayClusterSpec = serde_json::from_value(value).unwrap();
+        let on = pod_group_params(&spec).unwrap();
+        assert_eq!(
+            (on.min_member, on.min_resources["cpu"].to_string()),
+            (3, "3".to_owned())
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// `minMember` is 1 + Σ clamped desired pods; `minResources` is head + Σ raw replicas ×
+        /// hosts × per-pod (exact, in milli-CPU), whatever the group mix.
+        #[test]
+        fn pod_group_params_match_the_formulas(
+            groups in proptest::collection::vec(
+                (proptest::option::of(0i32..50), 0i32..10, 0i32..60, 1i32..5, 1i64..4000, any::<bool>()),
+                0..6,
+            ),
+            head_milli in 1i64..8000,
+        ) {
+            let head = resources(&[("cpu", &format!("{head_milli}m"))], &[]);
+            let specs: Vec<_> = groups
+                .iter()
+                .enumerate()
+                .map(|(i, (replicas, min, max, hosts, milli, suspend))| {
+                    let mut g = worker_group(
+                        &format!("g{i}"),
+                        *replicas,
+                        Some(*min),
+                        Some(*max),
+                        Some(*hosts),
+                        resources(&[("cpu", &format!("{milli}m"))], &[]),
+                    );
+                    g["suspend"] = json!(suspend);
+                    g
+                })
+                .collect();
+            let spec = cluster_spec(head, specs);
+            let params = pod_group_params(&spec).unwrap();
+            let mut pods = 1i32;
+            let mut milli = head_milli;
+            for (replicas, min, max, hosts, per_pod, suspend) in &groups {
+                if *suspend {
+                    continue;
+                }
+                let clamped = match replicas {
+                    None => *min,
+                    Some(r) if r < min => *min,
+                    Some(r) if r > max => *max,
+                    Some(r) => *r,
+                };
+                pods += clamped * hosts;
+                milli += i64::from(replicas.unwrap_or(0)) * i64::from(*hosts) * per_pod;
+            }
+            prop_assert_eq!(params.min_member, pods);
+            prop_assert_eq!(&params.min_resources["cpu"], &Qty::from_milli(milli, ray_api::quantity::QuantityFormat::DecimalSI));
+        }
+    }
+}

@@ -169,3 +169,244 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>, group_name: &str) -> 
     }
     Vec::new()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::*;
+    use crate::scheduler::BatchScheduler;
+    use ray_api::RayCluster;
+    use serde_json::json;
+
+    fn one_one() -> Value {
+        resources(&[("cpu", "1"), ("memory", "1Gi")], &[("cpu", "1"), ("memory", "1Gi")])
+    }
+
+    fn gang_cluster(labels: &[(&str, &str)]) -> RayCluster {
+        cluster(
+            "ray-cluster-with-gang-scheduling",
+            labels,
+            cluster_spec_json(
+                one_one(),
+                vec![worker_group(
+                    "worker-group-1",
+                    Some(1),
+                    Some(1),
+                    Some(1),
+                    Some(1),
+                    one_one(),
+                )],
+            ),
+        )
+    }
+
+    fn gang_job(app_id: &str, gang: bool) -> RayJob {
+        let mut labels = vec![
+            ("yunikorn.apache.org/app-id", app_id),
+            ("yunikorn.apache.org/queue", "root.default"),
+        ];
+        if gang {
+            labels.push(("ray.io/gang-scheduling-enabled", "true"));
+        }
+        job(
+            "rayjob-sample",
+            &labels,
+            json!({
+                "entrypoint": "python /home/ray/samples/sample_code.py",
+                "submissionMode": "K8sJobMode",
+                "rayClusterSpec": cluster_spec_json(
+                    one_one(),
+                    vec![worker_group("worker-group", Some(1), Some(1), Some(1), None, one_one())],
+                ),
+            }),
+        )
+    }
+
+    #[test]
+    fn golden_g35_gang_label_presence_enables() {
+        for (labels, expected) in [
+            (vec![("ray.io/gang-scheduling-enabled", "true")], true),
+            (vec![("ray.io/gang-scheduling-enabled", "")], true),
+            (vec![("ray.io/gang-scheduling-enabled", "false")], true),
+            (vec![], false),
+        ] {
+            assert_eq!(
+                gang_enabled(Parent::Cluster(&gang_cluster(&labels))),
+                expected,
+                "{labels:?}"
+            );
+            let j = job("j", &labels, json!({"entrypoint": "x"}));
+            assert_eq!(gang_enabled(Parent::Job(&j)), expected, "{labels:?}");
+        }
+    }
+
+    #[test]
+    fn golden_g37_cluster_task_groups() {
+        let c = gang_cluster(&[
+            ("ray.io/gang-scheduling-enabled", "true"),
+            ("yunikorn.apache.org/app-id", "job-2"),
+            ("yunikorn.apache.org/queue", "root.default"),
+        ]);
+        let mut p = pod(&[]);
+        let logs =
+            BatchScheduler::YuniKorn.decorate_pod(Parent::Cluster(&c), &mut p, "ray-cluster-with-gang-scheduling");
+        assert!(logs.is_empty());
+        let annotations = p.metadata.annotations.unwrap();
+        assert_eq!(
+            annotations["yunikorn.apache.org/task-groups"],
+            r#"[{"minResource":{"cpu":"1","memory":"1Gi"},"name":"headgroup","minMember":1},{"minResource":{"cpu":"1","memory":"1Gi"},"name":"worker-group-1","minMember":1}]"#
+        );
+        assert_eq!(
+            annotations["yunikorn.apache.org/task-group-name"],
+            "ray-cluster-with-gang-scheduling"
+        );
+        assert_eq!(annotations.len(), 2);
+        assert_eq!(
+            p.metadata.labels.unwrap(),
+            map(&[("applicationId", "job-2"), ("queue", "root.default")])
+        );
+        assert_eq!(p.spec.unwrap().scheduler_name.as_deref(), Some("yunikorn"));
+    }
+
+    #[test]
+    fn golden_g38_job_cluster_child_gets_three_groups() {
+        let j = gang_job("job-4", true);
+        let mut child = cluster("rayjob-sample-raycluster-abcde", &[], t_spec(1, false));
+        let before = child.spec.clone();
+        BatchScheduler::YuniKorn.decorate_cluster(&j, &mut child);
+        assert_eq!(
+            child.metadata.labels.unwrap(),
+            map(&[("applicationId", "job-4"), ("queue", "root.default")])
+        );
+        let annotations = child.metadata.annotations.unwrap();
+        assert_eq!(
+            annotations["yunikorn.apache.org/task-groups"],
+            r#"[{"minResource":{"cpu":"1","memory":"1Gi"},"name":"headgroup","minMember":1},{"minResource":{"cpu":"1","memory":"1Gi"},"name":"worker-group","minMember":1},{"minResource":{"cpu":"500m","memory":"200Mi"},"name":"submittergroup","minMember":1}]"#
+        );
+        assert!(!annotations.contains_key("yunikorn.apache.org/task-group-name"));
+        assert_eq!(child.spec, before, "no schedulerName on a RayCluster");
+    }
+
+    #[test]
+    fn golden_g40_job_without_gang() {
+        let j = gang_job("job-3", false);
+        let mut child = cluster("rayjob-sample-raycluster-abcde", &[], t_spec(1, false));
+        BatchScheduler::YuniKorn.decorate_cluster(&j, &mut child);
+        assert_eq!(
+            child.metadata.labels.unwrap(),
+            map(&[("applicationId", "job-3"), ("queue", "root.default")])
+        );
+        assert!(child.metadata.annotations.unwrap_or_default().is_empty());
+        let mut template = pod_template();
+        BatchScheduler::YuniKorn.decorate_pod_template(Parent::Job(&j), &mut template, "submittergroup");
+        let meta = template.metadata.unwrap();
+        assert_eq!(
+            meta.labels.unwrap(),
+            map(&[("applicationId", "job-3"), ("queue", "root.default")])
+        );
+        assert!(meta.annotations.unwrap_or_default().is_empty());
+        assert_eq!(template.spec.unwrap().scheduler_name.as_deref(), Some("yunikorn"));
+    }
+
+    #[test]
+    fn golden_g41_worker_min_member_counts_hosts_but_resources_are_per_pod() {
+        let spec = cluster_spec(
+            resources(&[("cpu", "5"), ("memory", "5Gi")], &[]),
+            vec![worker_group(
+                "worker-group-1",
+                Some(2),
+                Some(2),
+                Some(2),
+                Some(3),
+                resources(&[("cpu", "2"), ("memory", "10Gi"), ("nvidia.com/gpu", "1")], &[]),
+            )],
+        );
+        let groups = task_groups_for_cluster(&spec).unwrap();
+        assert_eq!(groups.len(), 2);
+        let strings = |g: &TaskGroup| -> BTreeMap<String, String> {
+            g.min_resource.iter().map(|(k, q)| (k.clone(), q.to_string())).collect()
+        };
+        assert_eq!((groups[0].name.as_str(), groups[0].min_member), ("headgroup", 1));
+        assert_eq!(strings(&groups[0]), map(&[("cpu", "5"), ("memory", "5Gi")]));
+        assert_eq!((groups[1].name.as_str(), groups[1].min_member), ("worker-group-1", 6));
+        assert_eq!(
+            strings(&groups[1]),
+            map(&[("cpu", "2"), ("memory", "10Gi"), ("nvidia.com/gpu", "1")])
+        );
+        assert_eq!(
+            task_groups_json(&groups),
+            r#"[{"minResource":{"cpu":"5","memory":"5Gi"},"name":"headgroup","minMember":1},{"minResource":{"cpu":"2","memory":"10Gi","nvidia.com/gpu":"1"},"name":"worker-group-1","minMember":6}]"#
+        );
+    }
+
+    #[test]
+    fn golden_g43_job_sample_task_groups() {
+        let j: RayJob = sample("ray-job.yunikorn-scheduler.yaml", "RayJob");
+        assert_eq!(
+            task_groups_json(&task_groups(Parent::Job(&j)).unwrap()),
+            r#"[{"minResource":{"cpu":"1","memory":"2Gi"},"name":"headgroup","minMember":1},{"minResource":{"cpu":"1","memory":"1Gi"},"name":"small-group","minMember":1},{"minResource":{"cpu":"500m","memory":"200Mi"},"name":"submittergroup","minMember":1}]"#
+        );
+    }
+
+    #[test]
+    fn user_annotation_wins_and_optional_keys_follow_go_order() {
+        let mut c = gang_cluster(&[("ray.io/gang-scheduling-enabled", "")]);
+        c.metadata.annotations = Some(BTreeMap::from([(
+            "yunikorn.apache.org/task-groups".to_owned(),
+            "[{\"name\":\"mine\"}]".to_owned(),
+        )]));
+        let mut p = pod(&[]);
+        BatchScheduler::YuniKorn.decorate_pod(Parent::Cluster(&c), &mut p, "headgroup");
+        let annotations = p.metadata.annotations.unwrap();
+        assert_eq!(annotations["yunikorn.apache.org/task-groups"], "[{\"name\":\"mine\"}]");
+        assert_eq!(annotations["yunikorn.apache.org/task-group-name"], "headgroup");
+        // No app-id / queue labels: none copied.
+        assert!(p.metadata.labels.unwrap_or_default().is_empty());
+
+        // nodeSelector, tolerations and affinity in Go's key order; min 0 groups still print minMember.
+        let mut spec = cluster_spec_json(
+            resources(&[], &[]),
+            vec![worker_group(
+                "w",
+                Some(3),
+                None,
+                None,
+                None,
+                resources(&[("cpu", "1")], &[]),
+            )],
+        );
+        spec["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] = json!({"zone": "a", "disk": "ssd"});
+        spec["workerGroupSpecs"][0]["template"]["spec"]["tolerations"] =
+            json!([{"key": "k", "operator": "Equal", "value": "<v>", "effect": "NoSchedule", "tolerationSeconds": 0}]);
+        spec["workerGroupSpecs"][0]["template"]["spec"]["affinity"] = json!({"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+            ]}
+        }});
+        let spec: RayClusterSpec = serde_json::from_value(spec).unwrap();
+        assert_eq!(
+            task_groups_json(&task_groups_for_cluster(&spec).unwrap()),
+            concat!(
+                r#"[{"minResource":{},"name":"headgroup","minMember":1},"#,
+                r#"{"minResource":{"cpu":"1"},"nodeSelector":{"disk":"ssd","zone":"a"},"#,
+                r#""affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}},"#,
+                r#""name":"w","tolerations":[{"key":"k","operator":"Equal","value":"\u003cv\u003e","effect":"NoSchedule","tolerationSeconds":0}],"minMember":0}]"#
+            )
+        );
+    }
+
+    #[test]
+    fn bad_quantity_is_logged_and_stops() {
+        let c = cluster(
+            "bad",
+            &[("ray.io/gang-scheduling-enabled", "true")],
+            cluster_spec_json(resources(&[("cpu", "lots")], &[]), vec![]),
+        );
+        let mut p = pod(&[]);
+        let logs = BatchScheduler::YuniKorn.decorate_pod(Parent::Cluster(&c), &mut p, "headgroup");
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].level, GangLogLevel::Error);
+        assert!(p.metadata.annotations.unwrap_or_default().is_empty());
+        assert_eq!(p.spec.unwrap().scheduler_name.as_deref(), Some("yunikorn"));
+    }
+}

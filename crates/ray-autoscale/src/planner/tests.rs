@@ -116,6 +116,19 @@ fn walkthrough_autoscaling_guide() {
     assert_eq!(p.groups[0].replicas, Some(1));
     w.apply(&p);
     assert_eq!(plan(&w.input).changes(&w.input).count(), 0);
+
+    // actor2 ends at t=200 s: 60 s later its worker goes too (minReplicas 0).
+    w.input.now = Duration::from_secs(200);
+    w.finish("actor2");
+    w.input.now = Duration::from_secs(260);
+    assert_eq!(plan(&w.input).changes(&w.input).count(), 0, "exactly 60 s idle");
+    w.input.now = Duration::from_secs(261);
+    let p = plan(&w.input);
+    assert_eq!(p.groups[0].replicas, Some(0));
+    assert_eq!(p.groups[0].workers_to_delete.len(), 1);
+    w.apply(&p);
+    w.operator();
+    assert_eq!(w.pods(0), 0);
 }
 
 #[test]
