@@ -1,7 +1,12 @@
 //! `kuberay-operator`: runs the Ray controllers; `crd` prints the CRDs; `render` shows what would be created.
 
 mod crd;
+// A rejected document ends the command, so its error's size (file, kind, name, field, message) is
+// not worth boxing.
+#[allow(clippy::result_large_err)]
 mod render;
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -22,10 +27,10 @@ enum Command {
     Render(render::RenderArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Crd) => crd::run(),
+        Some(Command::Crd) => crd::run().map(|()| ExitCode::SUCCESS),
         Some(Command::Render(args)) => render::run(args),
         None => anyhow::bail!("running the controllers is not implemented yet"),
     }

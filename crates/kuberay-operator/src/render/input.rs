@@ -1,0 +1,242 @@
+//! Reading `render`'s input: YAML documents, read strictly and validated with KubeRay's rules.
+
+use ray_api::strict::from_value_strict;
+use ray_api::validation::{ValidationOptions, validate_ray_cluster, validate_ray_job, validate_ray_service};
+use ray_api::{RayCluster, RayJob, RayService};
+use std::sync::OnceLock;
+
+use ray_api::defaults::{apply_schema_defaults, crd_schema};
+use ray_podgen::random::SuffixSource;
+use serde_json::Value;
+
+/// Why an input document was rejected; the message names the file, the document and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file is not YAML.
+    #[error("{file}: {message}")]
+    Yaml {
+        /// The input's name.
+        file: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The document does not fit its kind (unknown field, wrong type).
+    #[error("{file}: document {index} ({kind}): {message}")]
+    Parse {
+        /// The input's name.
+        file: String,
+        /// Zero-based document index in the file.
+        index: usize,
+        /// The document's kind.
+        kind: String,
+        /// What is wrong, with the field path.
+        message: String,
+    },
+    /// KubeRay's validation rejects the document.
+    #[error("{file}: document {index} ({kind} {name}): {field}: {message}")]
+    Invalid {
+        /// The input's name.
+        file: String,
+        /// Zero-based document index in the file.
+        index: usize,
+        /// The document's kind.
+        kind: String,
+        /// The resource's name.
+        name: String,
+        /// The field path.
+        field: String,
+        /// KubeRay's validation message.
+        message: String,
+    },
+    /// A generator refused the document (a feature this build does not render).
+    #[error("{file}: document {index} ({kind} {name}): {message}")]
+    Render {
+        /// The input's name.
+        file: String,
+        /// Zero-based document index in the file.
+        index: usize,
+        /// The document's kind.
+        kind: String,
+        /// The resource's name.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Where a document came from, for error messages.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    /// The input's name.
+    pub file: String,
+    /// Zero-based document index.
+    pub index: usize,
+}
+
+impl Origin {
+    /// A generator error for this document.
+    pub fn render_error(&self, kind: &str, name: &str, message: impl std::fmt::Display) -> InputError {
+        InputError::Render {
+            file: self.file.clone(),
+            index: self.index,
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// One input document.
+pub enum Document {
+    /// A valid RayCluster.
+    Cluster {
+        /// Where it came from.
+        origin: Origin,
+        /// The cluster.
+        cluster: Box<RayCluster>,
+    },
+    /// A valid RayJob.
+    Job {
+        /// Where it came from.
+        origin: Origin,
+        /// The job.
+        job: Box<RayJob>,
+    },
+    /// A valid RayService.
+    Service {
+        /// Where it came from.
+        origin: Origin,
+        /// The service.
+        service: Box<RayService>,
+    },
+    /// A kind `render` does not render (ConfigMap, Queue, ...).
+    Skipped {
+        /// Zero-based document index.
+        index: usize,
+        /// Its kind.
+        kind: String,
+    },
+}
+
+/// The schema of our CRD for `kind`, generated once.
+fn schema_of(kind: &str) -> Option<&'static Value> {
+    static SCHEMAS: OnceLock<Vec<(String, Value)>> = OnceLock::new();
+    SCHEMAS
+        .get_or_init(|| {
+            ray_api::crds::all_crds()
+                .iter()
+                .map(|crd| (crd.spec.names.kind.clone(), crd_schema(crd)))
+                .collect()
+        })
+        .iter()
+        .find(|(k, _)| k == kind)
+        .map(|(_, schema)| schema)
+}
+
+/// The namespace `kubectl create -f` puts a document without one in.
+const DEFAULT_NAMESPACE: &str = "default";
+
+/// What the API server does to a document before the operator sees it: a missing namespace becomes
+/// `default`, a `generateName` becomes a name, and the CRD's defaults are filled in.
+fn as_stored(value: &mut Value, kind: &str, suffixes: &mut dyn SuffixSource) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.entry("namespace")
+            .or_insert_with(|| Value::String(DEFAULT_NAMESPACE.to_owned()));
+    }
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        && !meta.contains_key("name")
+        && let Some(prefix) = meta.get("generateName").and_then(Value::as_str)
+    {
+        let name = format!("{prefix}{}", suffixes.next_suffix());
+        meta.insert("name".to_owned(), Value::String(name));
+    }
+    if let Some(schema) = schema_of(kind) {
+        apply_schema_defaults(value, schema);
+    }
+}
+
+/// Reads, strictly parses and validates every document of one input.
+pub fn read_documents(
+    file: &str,
+    text: &str,
+    options: &ValidationOptions,
+    suffixes: &mut dyn SuffixSource,
+) -> Result<Vec<Document>, InputError> {
+    let values: Vec<Value> = ray_api::yaml::from_yaml_documents(text).map_err(|e| InputError::Yaml {
+        file: file.to_owned(),
+        message: e.to_string(),
+    })?;
+    let mut documents = Vec::new();
+    for (index, mut value) in values.into_iter().enumerate() {
+        if value.is_null() {
+            continue;
+        }
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let origin = Origin {
+            file: file.to_owned(),
+            index,
+        };
+        let parse_error = |message: String| InputError::Parse {
+            file: file.to_owned(),
+            index,
+            kind: kind.clone(),
+            message,
+        };
+        if api_version != <RayCluster as kube::Resource>::api_version(&()) {
+            documents.push(Document::Skipped { index, kind });
+            continue;
+        }
+        match kind.as_str() {
+            "RayCluster" | "RayJob" | "RayService" => {
+                // Strictness applies to what the user wrote, before the server's defaults.
+                let strict_error = |e: ray_api::strict::StrictParseError| parse_error(e.to_string());
+                let invalid = |name: Option<&String>, e: ray_api::validation::ValidationError| InputError::Invalid {
+                    file: file.to_owned(),
+                    index,
+                    kind: kind.clone(),
+                    name: name.cloned().unwrap_or_default(),
+                    field: e.field,
+                    message: e.message,
+                };
+                let document = match kind.as_str() {
+                    "RayCluster" => {
+                        from_value_strict::<RayCluster>(value.clone()).map_err(strict_error)?;
+                        as_stored(&mut value, &kind, suffixes);
+                        let cluster: RayCluster = from_value_strict(value).map_err(strict_error)?;
+                        validate_ray_cluster(&cluster, options)
+                            .map_err(|e| invalid(cluster.metadata.name.as_ref(), e))?;
+                        Document::Cluster {
+                            origin,
+                            cluster: Box::new(cluster),
+                        }
+                    }
+                    "RayJob" => {
+                        from_value_strict::<RayJob>(value.clone()).map_err(strict_error)?;
+                        as_stored(&mut value, &kind, suffixes);
+                        let job: RayJob = from_value_strict(value).map_err(strict_error)?;
+                        validate_ray_job(&job, options).map_err(|e| invalid(job.metadata.name.as_ref(), e))?;
+                        Document::Job {
+                            origin,
+                            job: Box::new(job),
+                        }
+                    }
+                    _ => {
+                        from_value_strict::<RayService>(value.clone()).map_err(strict_error)?;
+                        as_stored(&mut value, &kind, suffixes);
+                        let service: RayService = from_value_strict(value).map_err(strict_error)?;
+                        validate_ray_service(&service, options)
+                            .map_err(|e| invalid(service.metadata.name.as_ref(), e))?;
+                        Document::Service {
+                            origin,
+                            service: Box::new(service),
+                        }
+                    }
+                };
+                documents.push(document);
+            }
+            _ => documents.push(Document::Skipped { index, kind }),
+        }
+    }
+    Ok(documents)
+}

@@ -1,0 +1,158 @@
+//! `kuberay-operator render` as a user runs it: the binary, real sample files from `../shared`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn samples_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/kuberay-v1.7.0/samples");
+    assert!(
+        dir.is_dir(),
+        "KubeRay samples not found at {} (../shared must sit beside the repo)",
+        dir.display()
+    );
+    dir
+}
+
+fn render(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
+    command.arg("render").args(args);
+    // The operator's switches come from the environment; the tests must not inherit a developer's.
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN") {
+        command.env_remove(key);
+    }
+    match stdin {
+        None => command.output().unwrap(),
+        Some(text) => {
+            use std::io::Write;
+            let mut child = command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        }
+    }
+}
+
+fn items(output: &std::process::Output) -> Vec<Value> {
+    assert!(
+        output.status.success(),
+        "render failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    list["items"].as_array().unwrap().clone()
+}
+
+fn names(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| {
+            let meta = &i["metadata"];
+            let name = meta["name"]
+                .as_str()
+                .or(meta["generateName"].as_str())
+                .unwrap_or_default();
+            format!("{}/{}", i["kind"].as_str().unwrap_or_default(), name)
+        })
+        .collect()
+}
+
+#[test]
+fn sample_cluster_renders_services_head_and_one_worker_in_creation_order() {
+    let file = samples_dir().join("ray-cluster.sample.yaml");
+    let out = render(&["-f", file.to_str().unwrap()], None);
+    let items = items(&out);
+    assert_eq!(
+        names(&items),
+        [
+            "Service/raycluster-kuberay-head-svc",
+            "Pod/raycluster-kuberay-head-",
+            "Pod/raycluster-kuberay-workergroup-worker-"
+        ]
+    );
+    let worker = &items[2];
+    assert_eq!(worker["metadata"]["labels"]["ray.io/worker-group-replica-index"], "0");
+    // Same input, same bytes.
+    assert_eq!(render(&["-f", file.to_str().unwrap()], None).stdout, out.stdout);
+}
+
+#[test]
+fn autoscaler_sample_gets_rbac_and_the_sidecar() {
+    let file = samples_dir().join("ray-cluster.autoscaler.yaml");
+    let items = items(&render(&["-f", file.to_str().unwrap()], None));
+    let kinds: Vec<String> = names(&items);
+    assert_eq!(
+        &kinds[..3],
+        [
+            "ServiceAccount/raycluster-autoscaler",
+            "Role/raycluster-autoscaler",
+            "RoleBinding/raycluster-autoscaler"
+        ]
+    );
+    let head = items.iter().find(|i| i["kind"] == "Pod").unwrap();
+    let containers: Vec<&str> = head["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(containers, ["ray-head", "autoscaler"]);
+}
+
+#[test]
+fn volcano_sample_gets_its_pod_group_and_pod_annotations() {
+    let file = samples_dir().join("ray-cluster.volcano-scheduler-queue.yaml");
+    let out = render(&["--batch-scheduler", "volcano", "-f", file.to_str().unwrap()], None);
+    let items = items(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("skipping kind \"Queue\""), "stderr: {stderr}");
+    let pod_group = items.iter().find(|i| i["kind"] == "PodGroup").expect("a PodGroup");
+    assert_eq!(pod_group["apiVersion"], "scheduling.volcano.sh/v1beta1");
+    assert_eq!(pod_group["metadata"]["name"], "ray-test-cluster-0-pg");
+    assert_eq!(pod_group["spec"]["minMember"], 3);
+    assert_eq!(pod_group["spec"]["queue"], "kuberay-test-queue");
+    assert_eq!(pod_group["spec"]["minResources"]["cpu"], "3");
+    assert_eq!(pod_group["spec"]["minResources"]["memory"], "4Gi");
+    for pod in items.iter().filter(|i| i["kind"] == "Pod") {
+        assert_eq!(pod["spec"]["schedulerName"], "volcano");
+        assert_eq!(
+            pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"],
+            "ray-test-cluster-0-pg"
+        );
+    }
+}
+
+#[test]
+fn invalid_input_exits_2_with_file_document_field_and_kuberay_message() {
+    let doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n\
+        apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: bad}\nspec:\n  headGroupSpec:\n    template:\n      spec:\n        containers: [{name: ray-head, image: rayproject/ray}]\n  workerGroupSpecs:\n  - groupName: small\n    replicas: 3\n    minReplicas: 5\n    maxReplicas: 2\n    template:\n      spec:\n        containers: [{name: w, image: rayproject/ray}]\n";
+    let out = render(&["-f", "-"], Some(doc));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("-: document 1 (RayCluster bad): spec.workerGroupSpecs[0]"),
+        "stderr: {stderr}"
+    );
+    assert!(stderr.contains("minReplicas"), "stderr: {stderr}");
+}
+
+#[test]
+fn unknown_field_exits_2_naming_its_path() {
+    let doc = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: typo}\nspec:\n  headGroupSpec:\n    template:\n      spec:\n        containers: [{name: ray-head, image: rayproject/ray}]\n  workerGroupSpecs:\n  - groupName: small\n    replica: 3\n    template:\n      spec:\n        containers: [{name: w, image: rayproject/ray}]\n";
+    let out = render(&["-f", "-"], Some(doc));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spec.workerGroupSpecs[0].replica: unknown field"),
+        "stderr: {stderr}"
+    );
+}
