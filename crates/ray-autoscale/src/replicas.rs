@@ -150,6 +150,16 @@ mod tests {
         assert_eq!(desired_pods(&group(Some(3), 1, 5, 1)), 3);
     }
 
+    /// podgen.md §10 P91: min 1 / max 5, replicas nil → 1, 3 → 3, 6 → 5, 0 → 1; numOfHosts 4 × 5 → 20.
+    #[test]
+    fn golden_p91_desired_worker_pods() {
+        assert_eq!(desired_pods(&group(None, 1, 5, 1)), 1);
+        assert_eq!(desired_pods(&group(Some(3), 1, 5, 1)), 3);
+        assert_eq!(desired_pods(&group(Some(6), 1, 5, 1)), 5);
+        assert_eq!(desired_pods(&group(Some(0), 1, 5, 1)), 1);
+        assert_eq!(desired_pods(&group(Some(5), 1, 5, 4)), 20);
+    }
+
     #[test]
     fn golden_r4_replicas_below_min() {
         assert_eq!(desired_pods(&group(Some(0), 1, 5, 1)), 1);

@@ -35,3 +35,5 @@ pub use pod::{PodGenerator, WorkerPodTemplate, WorkerReplica, build_head_pod, bu
 mod test_fixtures;
 #[cfg(test)]
 mod tests_pod;
+#[cfg(test)]
+mod tests_service;

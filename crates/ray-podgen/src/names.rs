@@ -335,12 +335,54 @@ mod tests {
             prop_assert!(!first.is_ascii_digit() && !is_go_punct(first));
         }
 
+        /// End to end through the generators: any valid cluster name (DNS-1035, at most 53) and
+        /// group name (DNS-1123 label) give pod names that stay valid after the API server's
+        /// 5-character `generateName` suffix, and valid service / ingress names.
+        #[test]
+        fn generated_objects_have_valid_names(
+            cluster_name in dns1035(),
+            group in "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+            suffix in "[bcdfghjklmnpqrstvwxz2456789]{5}",
+            deterministic_head in any::<bool>(),
+        ) {
+            let mut cluster = crate::test_fixtures::cluster_s();
+            cluster.metadata.name = Some(cluster_name.clone());
+            let mut workers = crate::test_fixtures::cluster_c().spec.worker_group_specs.unwrap();
+            workers[0].group_name = group;
+            workers[0].num_of_hosts = Some(2);
+            cluster.spec.worker_group_specs = Some(workers);
+            let config = crate::PodGenConfig { deterministic_head_pod_name: deterministic_head, ..crate::PodGenConfig::default() };
+            let generator = crate::PodGenerator::new(&cluster, &config);
+            let head = generator.head_pod().unwrap();
+            let worker = generator.worker_pod(0, &crate::WorkerReplica::single(0)).unwrap();
+            let head_name = match (&head.metadata.name, &head.metadata.generate_name) {
+                (Some(name), None) if deterministic_head => name.clone(),
+                (None, Some(prefix)) if !deterministic_head => format!("{prefix}{suffix}"),
+                other => panic!("head naming: {other:?}"),
+            };
+            prop_assert!(worker.metadata.name.is_none());
+            let worker_name = format!("{}{suffix}", worker.metadata.generate_name.clone().unwrap());
+            let mut names = vec![head_name, worker_name];
+            let services = [
+                crate::service::build_head_service(&cluster, &config).unwrap(),
+                crate::service::build_serve_service(&cluster, crate::service::ServeServiceOwner::RayCluster).unwrap(),
+                crate::service::build_headless_service(&cluster),
+            ];
+            names.extend(services.iter().map(|s| s.metadata.name.clone().unwrap()));
+            names.push(crate::ingress::build_ingress(&cluster).metadata.name.unwrap());
+            for name in names {
+                prop_assert!(name.len() <= 63, "{name}");
+                prop_assert!(is_dns1123_label(&name), "{name}");
+            }
+        }
+
         #[test]
         fn derived_names_fit_63(cluster in dns1035()) {
             prop_assume!(cluster.len() <= 53);
             for name in [serve_service_name(&cluster), default_head_service_name(&cluster), headless_service_name(&cluster),
                          check_name(&ingress_name(&cluster)), redis_cleanup_job_name(&cluster)] {
                 prop_assert!(name.len() <= 63, "{name}");
+                prop_assert!(is_dns1123_label(&name), "{name}");
             }
         }
     }

@@ -102,3 +102,44 @@ pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 pub fn args0(container: &Container) -> &str {
     &container.args.as_ref().unwrap()[0]
 }
+
+/// Fixture S (`service_test` `instanceWithWrongSvc`).
+pub const CLUSTER_S: &str = r#"
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: raycluster-sample
+  namespace: default
+spec:
+  headServiceAnnotations:
+    HeadServiceAnnotationKey1: HeadServiceAnnotationValue1
+    HeadServiceAnnotationKey2: HeadServiceAnnotationValue2
+  headGroupSpec:
+    rayStartParams:
+      port: "6379"
+      object-manager-port: "12345"
+      node-manager-port: "12346"
+      object-store-memory: "100000000"
+      num-cpus: "1"
+    template:
+      metadata:
+        labels:
+          groupName: headgroup
+      spec:
+        containers:
+        - name: ray-head
+          image: rayproject/autoscaler
+          command: ["python"]
+          args: ["/opt/code.py"]
+          ports:
+          - name: gcs-server
+            containerPort: 6379
+          - name: dashboard
+            containerPort: 8265
+          - name: serve
+            containerPort: 8000
+"#;
+
+pub fn cluster_s() -> RayCluster {
+    from_yaml(CLUSTER_S)
+}

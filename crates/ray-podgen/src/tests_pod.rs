@@ -1057,3 +1057,46 @@ proptest! {
         prop_assert!(first.1.contains(expected_resources));
     }
 }
+
+proptest! {
+    /// The same spec parsed twice (independent values) renders byte-identical head and worker
+    /// pods, whatever the operator switches, and stamping from the worker template is the same as
+    /// building the worker pod from scratch.
+    #[test]
+    fn independent_copies_render_identically(
+        name in "[a-z]([-a-z0-9]{0,40}[a-z0-9])?",
+        ft in any::<bool>(),
+        autoscale in any::<bool>(),
+        hosts in 1i32..4,
+        multi_host in any::<bool>(),
+        login_shell in any::<bool>(),
+        deterministic_head in any::<bool>(),
+        replica in 0u32..50,
+        host in 0u32..4,
+    ) {
+        let build = || {
+            let mut cluster = cluster_c();
+            cluster.metadata.name = Some(name.clone());
+            if ft {
+                set_annotation(&mut cluster, "ray.io/ft-enabled", "true");
+            }
+            cluster.spec.enable_in_tree_autoscaling = Some(autoscale);
+            cluster.spec.worker_group_specs.as_mut().unwrap()[0].num_of_hosts = Some(hosts);
+            cluster
+        };
+        let (first, second) = (build(), build());
+        let mut config = PodGenConfig { login_shell, deterministic_head_pod_name: deterministic_head, ..PodGenConfig::default() };
+        config.feature_gates.ray_multi_host_indexing = multi_host;
+        let replica = WorkerReplica { replica_index: replica, replica_name: Some("small-group-abcde"), host_index: host };
+        let render = |cluster: &RayCluster| {
+            let generator = PodGenerator::new(cluster, &config);
+            let head = serde_json::to_vec(&generator.head_pod().unwrap()).unwrap();
+            let worker = serde_json::to_vec(&generator.worker_pod(0, &replica).unwrap()).unwrap();
+            let stamped = serde_json::to_vec(&generator.worker_template(0).unwrap().pod(&replica)).unwrap();
+            (head, worker, stamped)
+        };
+        let (a, b) = (render(&first), render(&second));
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(&a.1, &a.2);
+    }
+}
