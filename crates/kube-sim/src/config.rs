@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::agents::PodHooks;
 use crate::faults::FaultConfig;
 
 /// Configuration of the hollow agents (nodes, scheduler, kubelet, Job controller, Volcano emulation).
@@ -21,8 +22,25 @@ pub struct AgentConfig {
     pub node_pods: u64,
     /// Extra labels on every node.
     pub node_labels: Vec<(String, String)>,
-    /// Delay between a pod being bound and the kubelet reporting it Running.
+    /// Extra allocatable resources on every node (e.g. `("nvidia.com/gpu", "8")`).
+    pub node_extra_resources: Vec<(String, String)>,
+    /// Delay between a pod being bound and the kubelet reporting it Running (per pod:
+    /// annotation `kube-sim.io/start-delay`).
     pub pod_start_delay: Duration,
+    /// Upper bound of the time the kubelet takes to finish a graceful pod deletion (the pod's grace period
+    /// caps it).
+    pub pod_kill_delay: Duration,
+    /// How long a Job's pod runs before succeeding, unless an annotation or a [`PodHooks`] hook decides.
+    pub job_pod_run_duration: Duration,
+    /// First CrashLoopBackOff delay of a crashing `restartPolicy: Always/OnFailure` pod; doubles per restart,
+    /// capped at 32×.
+    pub crash_backoff: Duration,
+    /// Longest an agent sleeps without a store change before it re-examines its objects.
+    pub resync: Duration,
+    /// Hooks that decide when running pods exit (e.g. a hollow Ray head finishing a submitter Job's pod).
+    /// Clones share the registry, so hooks registered after start through
+    /// [`crate::SimHandle::agent_config`] take effect.
+    pub pod_hooks: PodHooks,
     /// Run the scheduler.
     pub scheduler: bool,
     /// Run the hollow kubelet.
@@ -42,7 +60,13 @@ impl Default for AgentConfig {
             node_memory: "1Ti".into(),
             node_pods: 1_000_000,
             node_labels: Vec::new(),
+            node_extra_resources: Vec::new(),
             pod_start_delay: Duration::ZERO,
+            pod_kill_delay: Duration::ZERO,
+            job_pod_run_duration: Duration::from_millis(100),
+            crash_backoff: Duration::from_millis(100),
+            resync: Duration::from_millis(100),
+            pod_hooks: PodHooks::default(),
             scheduler: true,
             kubelet: true,
             job_controller: true,

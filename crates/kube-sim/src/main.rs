@@ -18,6 +18,30 @@ struct Cli {
 enum Command {
     /// Serve the API until interrupted.
     Serve(ServeArgs),
+    /// Scale benchmark: concurrent clients create pods against a `kube-sim serve` child while watchers follow.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Pods to create.
+    #[arg(long, default_value_t = 50_000)]
+    pods: usize,
+    /// Concurrent creating clients.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Watchers following the pods.
+    #[arg(long, default_value_t = 10)]
+    watchers: usize,
+    /// Hollow nodes of the server.
+    #[arg(long, default_value_t = 2_000)]
+    nodes: usize,
+    /// Run the server without hollow agents (API server only).
+    #[arg(long)]
+    no_agents: bool,
+    /// Give up waiting for the watchers (and, with agents, for every pod to run) after this many seconds.
+    #[arg(long, default_value_t = 300)]
+    timeout_secs: u64,
 }
 
 #[derive(clap::Args)]
@@ -49,6 +73,9 @@ struct ServeArgs {
     /// Extra namespaces to create (repeatable).
     #[arg(long = "namespace")]
     namespaces: Vec<String>,
+    /// Serve the API only: no hollow nodes, scheduler, kubelet or Job controller.
+    #[arg(long)]
+    no_agents: bool,
 }
 
 #[tokio::main]
@@ -57,7 +84,10 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let Command::Serve(args) = Cli::parse().command;
+    let args = match Cli::parse().command {
+        Command::Serve(args) => args,
+        Command::Bench(args) => return bench(args).await,
+    };
     let faults = match &args.faults {
         Some(spec) => FaultConfig::parse(spec).context("--faults")?,
         None => FaultConfig::default(),
@@ -69,6 +99,7 @@ async fn main() -> anyhow::Result<()> {
         extra_namespaces: args.namespaces,
         request_log: false,
         agents: AgentConfig {
+            enabled: !args.no_agents,
             nodes: args.nodes,
             node_cpu: args.node_cpu,
             node_memory: args.node_memory,
@@ -95,4 +126,101 @@ async fn main() -> anyhow::Result<()> {
     drop(handle);
     eprintln!("kube-sim stopped");
     Ok(())
+}
+
+/// `kube-sim bench`: starts `kube-sim serve` as a child (so its memory is its own), runs the scale
+/// benchmark against it and prints the figures.
+async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let dir = std::env::temp_dir().join(format!("kube-sim-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .args(["serve", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--nodes", &args.nodes.to_string()]);
+    if args.no_agents {
+        command.arg("--no-agents");
+    }
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting kube-sim serve")?;
+    let mut url = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        std::io::BufReader::new(stdout).read_line(&mut url)?;
+    }
+    anyhow::ensure!(url.starts_with("http"), "kube-sim serve did not print its address");
+    let result = async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig)?,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        let client = kube::Client::try_from(config)?;
+        let before = kube_sim::scale::process_memory(child.id());
+        let options = kube_sim::scale::ScaleOptions {
+            pods: args.pods,
+            clients: args.clients,
+            watchers: args.watchers,
+            namespace: "default".into(),
+            settle_timeout: Duration::from_secs(args.timeout_secs),
+            wait_running: !args.no_agents,
+        };
+        println!(
+            "kube-sim bench: {} pods, {} clients, {} watchers, {} hollow nodes{}",
+            args.pods,
+            args.clients,
+            args.watchers,
+            args.nodes,
+            if args.no_agents { ", no agents" } else { "" }
+        );
+        let report = kube_sim::scale::run(&client, &options).await;
+        // Let the agents catch up before sampling, so the figure includes their state.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let after = kube_sim::scale::process_memory(child.id());
+        let c = &report.creates;
+        println!(
+            "creates:    {} ok, {} errors in {:.1} s = {:.0} creates/s",
+            c.created,
+            c.errors,
+            c.elapsed.as_secs_f64(),
+            c.per_second()
+        );
+        println!(
+            "latency:    p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            ms(c.p50),
+            ms(c.p99),
+            ms(c.max)
+        );
+        println!("listed:     {} pods (expected {})", report.listed, args.pods);
+        println!(
+            "watchers:   saw {:?} pods; all caught up after {:?}",
+            report.watcher_counts, report.watch_settle
+        );
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        if let (Some((rss0, _)), Some((rss, peak))) = (before, after) {
+            println!(
+                "server RSS: {:.1} MiB idle, {:.1} MiB after, peak {:.1} MiB",
+                mib(rss0),
+                mib(rss),
+                mib(peak)
+            );
+        }
+        let correct =
+            c.errors == 0 && report.listed == args.pods && report.watcher_counts.iter().all(|n| *n == args.pods);
+        println!("correct:    {correct}");
+        anyhow::ensure!(correct, "the server lost or duplicated pods, or a watcher fell behind");
+        anyhow::Ok(())
+    }
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }

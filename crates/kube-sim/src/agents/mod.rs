@@ -1,15 +1,283 @@
-//! Hollow agents live here: nodes, scheduler, kubelet, Job controller, Volcano emulation (spec §4).
+//! Hollow agents (spec §4): nodes, scheduler (with Volcano gang emulation), kubelet and Job controller.
 //!
 //! They run in-process as tasks and act only through [`crate::store::Store`] (never HTTP), so every change they
 //! make gets a resourceVersion and a watch event and passes the same validation as client writes. Their
-//! settings arrive as [`crate::config::AgentConfig`] (in `SimConfig::agents`).
+//! settings arrive as [`crate::config::AgentConfig`] (in `SimConfig::agents`). The garbage collector and the
+//! namespace controller live with the store (`store/gc.rs`) and always run.
+//!
+//! Each agent is level-triggered: a pass re-reads the objects it cares about and makes one step towards the
+//! desired state; it runs again after every store commit (or after a timer it asked for, or
+//! [`AgentConfig::resync`]). Writes carry the `resourceVersion` they were computed from, so a racing write
+//! makes them fail with a conflict and the next pass retries.
+//!
+//! Per-pod behaviour is driven by annotations (see the `ANN_*` constants):
+//!
+//! | Annotation | Effect |
+//! |---|---|
+//! | `kube-sim.io/start-delay: 250ms` | delay between binding and Running |
+//! | `kube-sim.io/run-duration: 30s` | containers exit after this long (exit code below, default 0) |
+//! | `kube-sim.io/exit-code: "3"` | containers exit with this code (after the run duration, default at once) |
+//! | `kube-sim.io/failure: image-pull` | Pending with `ErrImagePull`, then `ImagePullBackOff` |
+//! | `kube-sim.io/failure: crash` | containers exit with the exit code (default 1) |
+//! | `kube-sim.io/failure: oom` | containers exit 137 `OOMKilled` |
+//! | `kube-sim.io/failure: never-ready` | Running with `Ready=False` |
+//!
+//! Non-zero exits give `phase: Failed` with `restartPolicy: Never`, else a CrashLoopBackOff cycle.
+
+mod hooks;
+mod job;
+mod kubelet;
+mod nodes;
+pub mod quantity;
+mod scheduler;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+pub use hooks::{PodExit, PodExitHook, PodHooks};
 
 use crate::config::AgentConfig;
-use crate::store::Store;
+use crate::kinds::Gvr;
+use crate::store::{ListOptions, Store, StoredObject};
 
-/// Starts the enabled agents on `store`; the server aborts the returned tasks when it stops.
-/// (Placeholder until the agents are written: starts nothing.)
+/// Annotation: delay between binding and Running.
+pub const ANN_START_DELAY: &str = "kube-sim.io/start-delay";
+/// Annotation: how long the containers run before exiting.
+pub const ANN_RUN_DURATION: &str = "kube-sim.io/run-duration";
+/// Annotation: the containers' exit code.
+pub const ANN_EXIT_CODE: &str = "kube-sim.io/exit-code";
+/// Annotation: injected failure (`image-pull`, `crash`, `oom`, `never-ready`).
+pub const ANN_FAILURE: &str = "kube-sim.io/failure";
+/// Volcano's pod annotation naming the pod's PodGroup (`KubeGroupNameAnnotationKey`).
+pub const ANN_GROUP_NAME: &str = "scheduling.k8s.io/group-name";
+/// Volcano's alternative PodGroup annotation.
+pub const ANN_VOLCANO_GROUP_NAME: &str = "scheduling.volcano.sh/group-name";
+/// The Job controller's pod finalizer.
+pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+/// The scheduler name Volcano pods use.
+pub const VOLCANO_SCHEDULER: &str = "volcano";
+
+/// Longest pause after a pass that changed the store, to batch bursts of commits.
+const BATCH_PAUSE: Duration = Duration::from_millis(1);
+
+/// A duration annotation value that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration {0:?}")]
+pub struct DurationError(pub String);
+
+/// Starts the enabled agents on `store`; the server aborts the returned tasks when it stops. Nodes are
+/// created before this returns.
 pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle<()>> {
-    let _ = (store, config);
-    Vec::new()
+    let mut tasks = Vec::new();
+    if !config.enabled {
+        return tasks;
+    }
+    nodes::create_nodes(store, config);
+    if config.scheduler {
+        let mut s = scheduler::Scheduler::new(config.clone());
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
+            s.pass(st)
+        })));
+    }
+    if config.kubelet {
+        let mut k = kubelet::Kubelet::new(config.clone(), store.config().seed);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
+            k.pass(st)
+        })));
+    }
+    if config.job_controller {
+        let mut j = job::JobController::new();
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
+            j.pass(st)
+        })));
+    }
+    tasks
+}
+
+/// Runs `pass` whenever the store changes, when the delay it returned elapses, or every `resync`.
+async fn run_loop<F>(store: Store, resync: Duration, mut pass: F)
+where
+    F: FnMut(&Store) -> Option<Duration> + Send,
+{
+    let resync = resync.max(Duration::from_millis(1));
+    loop {
+        let before = store.current_rv();
+        let next = pass(&store);
+        if store.current_rv() != before {
+            tokio::time::sleep(BATCH_PAUSE).await;
+            continue;
+        }
+        let wait = next.map_or(resync, |d| d.min(resync));
+        if wait.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            store.changed(wait).await;
+        }
+    }
+}
+
+/// Parses `250ms`, `30s`, `1.5m`, `2h`, `100us` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let err = || DurationError(s.to_string());
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| err())?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "ns" => n / 1e9,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(err()),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| err())
+}
+
+/// Every object of a resource (empty when the resource is not served, e.g. a CRD not installed).
+fn list_all(store: &Store, gvr: &Gvr) -> Vec<Arc<StoredObject>> {
+    store
+        .list(gvr, None, &ListOptions::default())
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj["metadata"]["annotations"][key].as_str()
+}
+
+fn is_terminating(obj: &Value) -> bool {
+    obj["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+fn phase(obj: &Value) -> &str {
+    obj["status"]["phase"].as_str().unwrap_or("Pending")
+}
+
+fn is_terminal(obj: &Value) -> bool {
+    matches!(phase(obj), "Succeeded" | "Failed")
+}
+
+fn node_name(pod: &Value) -> Option<&str> {
+    pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty())
+}
+
+fn has_finalizer(obj: &Value, f: &str) -> bool {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(f)))
+}
+
+/// The uid of the object's controller owner reference.
+fn controller_uid(obj: &Value) -> Option<&str> {
+    obj["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"].as_bool() == Some(true))
+        .and_then(|r| r["uid"].as_str())
+}
+
+fn now() -> String {
+    crate::store::now_rfc3339()
+}
+
+/// Sets the condition `ty` in `conds`, keeping `lastTransitionTime` when the status does not change. Returns
+/// true when something changed.
+fn set_condition(conds: &mut Vec<Value>, ty: &str, status: &str, reason: Option<&str>, message: Option<&str>) -> bool {
+    let mut c = Map::new();
+    c.insert("type".into(), json!(ty));
+    c.insert("status".into(), json!(status));
+    if let Some(r) = reason {
+        c.insert("reason".into(), json!(r));
+    }
+    if let Some(m) = message {
+        c.insert("message".into(), json!(m));
+    }
+    match conds.iter_mut().find(|x| x["type"] == ty) {
+        Some(old) => {
+            let same_status = old["status"] == status;
+            let mut next = c;
+            for k in ["lastProbeTime", "lastHeartbeatTime"] {
+                if let Some(v) = old.get(k) {
+                    next.insert(k.into(), v.clone());
+                }
+            }
+            let ltt = if same_status {
+                old["lastTransitionTime"].clone()
+            } else {
+                json!(now())
+            };
+            next.insert(
+                "lastTransitionTime".into(),
+                if ltt.is_null() { json!(now()) } else { ltt },
+            );
+            let next = Value::Object(next);
+            if *old == next {
+                false
+            } else {
+                *old = next;
+                true
+            }
+        }
+        None => {
+            c.insert("lastTransitionTime".into(), json!(now()));
+            conds.push(Value::Object(c));
+            true
+        }
+    }
+}
+
+fn condition_true(obj: &Value, ty: &str) -> bool {
+    obj["status"]["conditions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|c| c["type"] == ty && c["status"] == "True"))
+}
+
+/// A merge patch that replaces `status` wholesale with `desired` (removed keys become `null`), guarded by the
+/// resourceVersion of `obj`.
+fn status_patch(obj: &StoredObject, desired: &Value) -> Value {
+    let mut status = desired.clone();
+    null_removed(&obj.value["status"], &mut status);
+    json!({"metadata": {"resourceVersion": obj.rv.to_string()}, "status": status})
+}
+
+/// Turns `new` into a merge patch over `old`: keys of `old` objects missing from `new` become `null`,
+/// recursively.
+fn null_removed(old: &Value, new: &mut Value) {
+    if let (Some(old), Some(new)) = (old.as_object(), new.as_object_mut()) {
+        for (k, ov) in old {
+            match new.get_mut(k) {
+                None => {
+                    new.insert(k.clone(), Value::Null);
+                }
+                Some(nv) => null_removed(ov, nv),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn conditions_keep_transition_time() {
+        let mut c = vec![json!({"type": "Ready", "status": "True", "lastTransitionTime": "t0"})];
+        assert!(!set_condition(&mut c, "Ready", "True", None, None));
+        assert_eq!(c[0]["lastTransitionTime"], "t0");
+        assert!(set_condition(&mut c, "Ready", "False", Some("X"), None));
+        assert_ne!(c[0]["lastTransitionTime"], "t0");
+    }
 }

@@ -2,6 +2,7 @@
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;
+mod openapi;
 pub mod proxy;
 mod watch;
 
@@ -318,6 +319,12 @@ impl Ctx {
         }
         match segs.as_slice() {
             ["healthz" | "livez" | "readyz", ..] => return text_response(200, "ok"),
+            ["openapi", "v3", rest @ ..] if self.method == Method::GET => {
+                return match openapi::serve(&self.store().resources(), rest) {
+                    Some(doc) => value_response(200, &doc),
+                    None => error_response(&ApiError::no_route()),
+                };
+            }
             ["sim", "v1", rest @ ..] => return self.sim_control(rest),
             _ => {}
         }
@@ -410,7 +417,8 @@ impl Ctx {
         }
         let gvr = &route.gvr;
         match route.subresource.as_deref() {
-            None | Some("status") => {}
+            None => {}
+            Some("status") if info.status_subresource => {}
             Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
             Some("log") if info.gvr.resource == "pods" && verb == "get" => {
                 let name = route.name.as_deref().unwrap_or_default();
@@ -479,7 +487,9 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
-                let (o, created) = self.store().update_or_create(gvr, ns, obj, sub)?;
+                let (o, created) = self
+                    .store()
+                    .update_or_create_as(gvr, ns, obj, sub, q.get("fieldManager"))?;
                 Ok(self.object_response(if created { 201 } else { 200 }, &o))
             }
             ("patch", Some(name)) => {
@@ -495,7 +505,9 @@ impl Ctx {
                     _ => serde_json::from_slice(&self.body)
                         .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
                 };
-                let (o, created) = self.store().patch_or_create(gvr, ns, name, &kind, &body, sub)?;
+                let (o, created) =
+                    self.store()
+                        .patch_or_create_as(gvr, ns, name, &kind, &body, sub, q.get("fieldManager"))?;
                 Ok(self.object_response(if created { 201 } else { 200 }, &o))
             }
             ("delete", Some(name)) => {

@@ -54,6 +54,18 @@ fn gvr_of(store: &Store, r: &ObjRef) -> Option<Gvr> {
     store.resource_by_plural(&r.group, &r.resource).map(|i| i.gvr.clone())
 }
 
+/// The resource at the object's own `apiVersion` (writes through another served version of a CRD are rejected
+/// with 400 because the stored `apiVersion` does not match), else any served version.
+fn gvr_of_obj(store: &Store, r: &ObjRef, obj: &StoredObject) -> Option<Gvr> {
+    let version = obj.value["apiVersion"]
+        .as_str()
+        .map(|v| v.rsplit('/').next().unwrap_or(v));
+    version
+        .map(|v| Gvr::new(&r.group, v, &r.resource))
+        .filter(|g| store.resource(g).is_some())
+        .or_else(|| gvr_of(store, r))
+}
+
 fn ns_of(r: &ObjRef) -> Option<&str> {
     (!r.namespace.is_empty()).then_some(r.namespace.as_str())
 }
@@ -87,7 +99,7 @@ fn owner_alive(store: &Store, dependent: &ObjRef, uid: &str) -> bool {
 }
 
 fn remove_owner_refs(store: &Store, r: &ObjRef, obj: &StoredObject, drop: &dyn Fn(&str) -> bool) {
-    let Some(gvr) = gvr_of(store, r) else { return };
+    let Some(gvr) = gvr_of_obj(store, r, obj) else { return };
     let refs: Vec<Value> = obj.value["metadata"]["ownerReferences"]
         .as_array()
         .map(|a| {
@@ -126,7 +138,7 @@ fn owner_gone(store: &Store, uid: &str) {
 
 fn drop_finalizer(store: &Store, r: &ObjRef, finalizer: &str) {
     let Some(obj) = lookup(store, r) else { return };
-    let Some(gvr) = gvr_of(store, r) else { return };
+    let Some(gvr) = gvr_of_obj(store, r, &obj) else { return };
     let fins: Vec<String> = finalizers(&obj.value).into_iter().filter(|f| f != finalizer).collect();
     let patch = json!({"metadata": {"finalizers": if fins.is_empty() { Value::Null } else { json!(fins) }, "resourceVersion": obj.rv.to_string()}});
     if let Err(e) = store.patch(&gvr, ns_of(r), &r.name, &PatchKind::Merge, &patch, None) {

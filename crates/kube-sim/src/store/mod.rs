@@ -21,6 +21,7 @@
 //! Namespaced resources take `Some(namespace)`; cluster-scoped ones take `None`.
 
 mod gc;
+mod managed;
 mod strategy;
 mod watch;
 
@@ -271,6 +272,8 @@ struct Inner {
     rng: fastrand::Rng,
     next_service_ip: u32,
     gc_tx: mpsc::UnboundedSender<GcTask>,
+    /// Server-side apply field ownership by uid (only objects that an apply touched).
+    managed: HashMap<String, managed::Managed>,
 }
 
 /// Settings of the store (a subset of [`crate::SimConfig`]).
@@ -364,12 +367,14 @@ fn is_terminating(obj: &Value) -> bool {
     obj["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
-fn encode_continue(rv: u64, key: &Key) -> String {
-    let raw = format!("{rv}\u{1}{}\u{1}{}", key.0, key.1);
+/// A continue token: the list's RV, the token's issue time (ms since the store started, for the TTL) and the last
+/// key served, hex-encoded.
+fn encode_continue(rv: u64, issued_ms: u128, key: &Key) -> String {
+    let raw = format!("{rv}\u{1}{issued_ms}\u{1}{}\u{1}{}", key.0, key.1);
     raw.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-fn decode_continue(token: &str) -> Option<(u64, Key)> {
+fn decode_continue(token: &str) -> Option<(u64, u128, Key)> {
     let bytes: Option<Vec<u8>> = (0..token.len())
         .step_by(2)
         .map(|i| token.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
@@ -377,7 +382,8 @@ fn decode_continue(token: &str) -> Option<(u64, Key)> {
     let raw = String::from_utf8(bytes?).ok()?;
     let mut parts = raw.split('\u{1}');
     let rv = parts.next()?.parse().ok()?;
-    Some((rv, (parts.next()?.to_string(), parts.next()?.to_string())))
+    let issued = parts.next()?.parse().ok()?;
+    Some((rv, issued, (parts.next()?.to_string(), parts.next()?.to_string())))
 }
 
 impl Store {
@@ -394,6 +400,7 @@ impl Store {
             rng: fastrand::Rng::with_seed(config.seed),
             next_service_ip: 1,
             gc_tx,
+            managed: HashMap::new(),
         };
         for info in builtin_resources() {
             inner.register(Arc::new(info), config.channel_capacity);
@@ -489,6 +496,7 @@ impl Store {
         let g = self.shared.inner.lock();
         let info = g.info(gvr)?;
         let fields = FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &info.kind)?;
+        let now_ms = self.shared.started.elapsed().as_millis();
         let Some(ks) = g.kinds.get(&kind_key(&info.gvr)) else {
             return Ok(ListResult {
                 items: Vec::new(),
@@ -499,13 +507,14 @@ impl Store {
         };
         let (list_rv, start) = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             Some(token) => {
-                let (rv, key) =
+                let (rv, issued_ms, key) =
                     decode_continue(token).ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-                if rv < ks.floor {
+                let age_ms = now_ms.saturating_sub(issued_ms);
+                if rv < ks.floor || age_ms > self.shared.config.continue_ttl.as_millis() {
                     let mut e = ApiError::expired(
                         "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
                     );
-                    e.list_meta = Some(json!({"continue": encode_continue(g.rv, &key)}));
+                    e.list_meta = Some(json!({"continue": encode_continue(g.rv, now_ms, &key)}));
                     return Err(e);
                 }
                 (rv, Some(key))
@@ -549,7 +558,7 @@ impl Store {
             items.push(obj.clone());
         }
         let continue_token = if more {
-            last_key.map(|k| encode_continue(list_rv, &k))
+            last_key.map(|k| encode_continue(list_rv, now_ms, &k))
         } else {
             None
         };
@@ -581,6 +590,19 @@ impl Store {
         obj: Value,
         subresource: Option<&str>,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        self.update_or_create_as(gvr, namespace, obj, subresource, None)
+    }
+
+    /// Like [`Store::update_or_create`], on behalf of `field_manager` (the `fieldManager` query parameter), which
+    /// takes ownership of the fields it changes on objects that server-side apply manages.
+    pub fn update_or_create_as(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        obj: Value,
+        subresource: Option<&str>,
+        field_manager: Option<&str>,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let (res, prev) = {
             let mut g = self.shared.inner.lock();
             let info = g.info(gvr)?;
@@ -610,22 +632,25 @@ impl Store {
                     match rv {
                         Some(rv) if rv != old.rv.to_string() => return Err(ApiError::conflict(info.target(&name))),
                         None if !info.unconditional_update => {
+                            // Upstream's quirks: the "kind" is the qualified resource
+                            // (`leases.coordination.k8s.io "x" is invalid`) and the value the uint64 0, unquoted.
                             return Err(ApiError::invalid(
-                                info.target(&name),
-                                &[FieldError::invalid(
-                                    "metadata.resourceVersion",
-                                    "0",
-                                    "must be specified for an update",
-                                )],
+                                crate::error::Target {
+                                    kind: &info.gvr.resource,
+                                    ..info.target(&name)
+                                },
+                                &[FieldError {
+                                    reason: "FieldValueInvalid",
+                                    field: "metadata.resourceVersion".into(),
+                                    message: "Invalid value: 0: must be specified for an update".into(),
+                                }],
                             ));
                         }
                         _ => {}
                     }
-                    (
-                        g.update(&self.shared.config, &info, &old, obj, subresource)
-                            .map(|o| (o, false))?,
-                        Some(old),
-                    )
+                    let new = g.update(&self.shared.config, &info, &old, obj, subresource)?;
+                    g.record_update(&info, &old, &new, field_manager);
+                    ((new, false), Some(old))
                 }
             }
         };
@@ -657,6 +682,22 @@ impl Store {
         kind: &PatchKind,
         body: &Value,
         subresource: Option<&str>,
+    ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        self.patch_or_create_as(gvr, namespace, name, kind, body, subresource, None)
+    }
+
+    /// Like [`Store::patch_or_create`]; a non-apply patch is made on behalf of `field_manager` (the `fieldManager`
+    /// query parameter), which takes ownership of the fields it changes on objects that server-side apply manages.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_or_create_as(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        kind: &PatchKind,
+        body: &Value,
+        subresource: Option<&str>,
+        field_manager: Option<&str>,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
         let (res, prev) = {
             let mut g = self.shared.inner.lock();
@@ -707,17 +748,42 @@ impl Store {
                         if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                             m.insert("name".into(), json!(name));
                         }
-                        (
-                            g.create(&self.shared.config, &info, namespace, obj)
-                                .map(|o| (o, true))?,
-                            None,
-                        )
+                        let created = g.create(&self.shared.config, &info, namespace, obj)?;
+                        if let PatchKind::Apply {
+                            field_manager: Some(m), ..
+                        } = kind
+                        {
+                            let paths = managed::leaf_paths(&info, body);
+                            let mut owned = managed::Managed::new();
+                            managed::record_apply(&mut owned, m, paths, &[]);
+                            g.managed.insert(created.uid().to_string(), owned);
+                        }
+                        ((created, true), None)
                     } else {
                         return Err(ApiError::not_found(info.target(name)));
                     }
                 }
                 Some(old) => {
                     let mut doc = old.value.clone();
+                    // Server-side apply ownership: conflicts, then fields this manager stopped applying.
+                    let mut applied = None;
+                    if let PatchKind::Apply {
+                        field_manager: Some(m),
+                        force,
+                    } = kind
+                    {
+                        let paths = managed::leaf_paths(&info, body);
+                        let owned = g.managed.get(old.uid()).cloned().unwrap_or_default();
+                        let conflicts = managed::conflicts(&owned, m, &paths, body, &old.value);
+                        if !conflicts.is_empty() && !force {
+                            return Err(managed::conflict_error(&info, name, &conflicts));
+                        }
+                        for p in managed::dropped(&owned, m, &paths) {
+                            managed::remove(&mut doc, &p);
+                        }
+                        let taken: Vec<_> = conflicts.into_iter().map(|(_, p)| p).collect();
+                        applied = Some((m.clone(), paths, taken));
+                    }
                     match kind {
                         PatchKind::Merge => crate::patch::merge_patch(&mut doc, body),
                         PatchKind::Json => crate::patch::json_patch(&mut doc, body)?,
@@ -747,11 +813,19 @@ impl Store {
                             )],
                         ));
                     }
-                    (
-                        g.update(&self.shared.config, &info, &old, doc, subresource)
-                            .map(|o| (o, false))?,
-                        Some(old),
-                    )
+                    let new = g.update(&self.shared.config, &info, &old, doc, subresource)?;
+                    match applied {
+                        Some((m, paths, taken))
+                            if g.uids.contains_key(old.uid())
+                                && (new.rv != old.rv || !g.managed.contains_key(old.uid())) =>
+                        {
+                            let owned = g.managed.entry(old.uid().to_string()).or_default();
+                            managed::record_apply(owned, &m, paths, &taken);
+                        }
+                        Some(_) => {}
+                        None => g.record_update(&info, &old, &new, field_manager),
+                    }
+                    ((new, false), Some(old))
                 }
             }
         };
@@ -822,6 +896,10 @@ impl Store {
     /// tokens from before now get 410 Expired (test control: "compact").
     pub fn compact(&self) {
         let mut g = self.shared.inner.lock();
+        // Compaction takes a revision of its own (no object changes), so every RV handed out before it — list RVs,
+        // continue tokens, watch positions — falls below the new floor, while lists taken afterwards report the
+        // floor itself and can be watched from.
+        g.rv += 1;
         let rv = g.rv;
         for ks in g.kinds.values_mut() {
             ks.history.clear();
@@ -888,6 +966,17 @@ fn scope_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result
 }
 
 impl Inner {
+    /// Hands the fields a non-apply write changed to its manager, on objects that server-side apply manages.
+    fn record_update(&mut self, info: &ResourceInfo, old: &StoredObject, new: &StoredObject, manager: Option<&str>) {
+        if new.rv == old.rv {
+            return;
+        }
+        if let Some(owned) = self.managed.get_mut(old.uid()) {
+            let manager = manager.filter(|m| !m.is_empty()).unwrap_or(managed::UNKNOWN_MANAGER);
+            managed::record_update(owned, info, manager, &old.value, &new.value);
+        }
+    }
+
     fn register(&mut self, info: Arc<ResourceInfo>, capacity: usize) {
         let gvr = &info.gvr;
         self.kinds.entry(kind_key(gvr)).or_insert_with(|| KindStore {
@@ -982,6 +1071,7 @@ impl Inner {
         if kind == EventType::Deleted {
             ks.objects.remove(&key);
             self.uids.remove(&uid);
+            self.managed.remove(&uid);
         } else {
             ks.objects.insert(key, obj.clone());
             if kind == EventType::Added {

@@ -464,6 +464,10 @@ impl Inner {
             return Ok(old.clone());
         }
         let key = scope_key(info, old.namespace(), &name)?;
+        if is_terminating(&new) && finalizers(&new).is_empty() && !namespace_pending(info, &new) {
+            // D-3: upstream aborts the update and deletes the last stored state: only DELETED is emitted.
+            return Ok(self.remove(config, info, key, old.clone()));
+        }
         let updated = self.commit(
             info,
             key.clone(),
@@ -477,12 +481,7 @@ impl Inner {
                 self.register(Arc::new(r), config.channel_capacity);
             }
         }
-        if is_terminating(&updated.value)
-            && finalizers(&updated.value).is_empty()
-            && !namespace_pending(info, &updated.value)
-        {
-            self.remove(config, info, key, updated.clone());
-        } else if is_terminating(&updated.value) {
+        if is_terminating(&updated.value) {
             let _ = self.gc_tx.send(GcTask::Recheck(updated.uid().to_string()));
         }
         Ok(updated)

@@ -1,0 +1,215 @@
+//! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`) and resource lists, in milli-units.
+//!
+//! Every amount is kept as an `i128` count of thousandths of the base unit (millicores for `cpu`, milli-bytes
+//! for `memory`, milli-pods for `pods`), which is exact for every suffix down to `m` and rounds `u`/`n` up, as
+//! the scheduler does.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// A quantity that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid quantity {0:?}")]
+pub struct QuantityError(pub String);
+
+/// Parses a quantity into milli-units (`"1"` → 1000, `"250m"` → 250, `"1Ki"` → 1_024_000).
+pub fn parse_milli(s: &str) -> Result<i128, QuantityError> {
+    let err = || QuantityError(s.to_string());
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(err());
+    }
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() || num == "." {
+        return Err(err());
+    }
+    let (int_part, frac_part) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    if frac_part.contains('.') || frac_part.len() > 30 || int_part.len() > 30 {
+        return Err(err());
+    }
+    let digits = format!("{int_part}{frac_part}");
+    let mantissa: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().map_err(|_| err())?
+    };
+    // value = mantissa * 10^-frac * multiplier; multiplier = num / den.
+    let (mul_num, mut den): (i128, i128) = match suffix {
+        "" => (1, 1),
+        "n" => (1, 1_000_000_000),
+        "u" => (1, 1_000_000),
+        "m" => (1, 1000),
+        "k" => (1000, 1),
+        "M" => (1_000_000, 1),
+        "G" => (1_000_000_000, 1),
+        "T" => (1_000_000_000_000, 1),
+        "P" => (1_000_000_000_000_000, 1),
+        "E" => (1_000_000_000_000_000_000, 1),
+        "Ki" => (1 << 10, 1),
+        "Mi" => (1 << 20, 1),
+        "Gi" => (1 << 30, 1),
+        "Ti" => (1 << 40, 1),
+        "Pi" => (1 << 50, 1),
+        "Ei" => (1 << 60, 1),
+        other => {
+            let exp = other.strip_prefix(['e', 'E']).ok_or_else(err)?;
+            let e: i32 = exp.parse().map_err(|_| err())?;
+            if !(-18..=18).contains(&e) {
+                return Err(err());
+            }
+            if e >= 0 {
+                (10i128.pow(e.unsigned_abs()), 1)
+            } else {
+                (1, 10i128.pow(e.unsigned_abs()))
+            }
+        }
+    };
+    den = den.checked_mul(10i128.pow(frac_part.len() as u32)).ok_or_else(err)?;
+    let top = mantissa
+        .checked_mul(mul_num)
+        .and_then(|v| v.checked_mul(1000))
+        .ok_or_else(err)?;
+    let milli = (top + den - 1) / den;
+    Ok(if neg { -milli } else { milli })
+}
+
+/// Parses a quantity given as a JSON string or number.
+pub fn parse_value(v: &Value) -> Result<i128, QuantityError> {
+    match v {
+        Value::String(s) => parse_milli(s),
+        Value::Number(n) => parse_milli(&n.to_string()),
+        other => Err(QuantityError(other.to_string())),
+    }
+}
+
+/// A resource list (`cpu`, `memory`, `pods`, extended resources) in milli-units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources(pub BTreeMap<String, i128>);
+
+impl Resources {
+    /// Parses a JSON resource list (`{"cpu": "1", "memory": "1Gi"}`); unparsable entries are skipped.
+    pub fn from_json(v: &Value) -> Self {
+        let mut out = BTreeMap::new();
+        if let Some(m) = v.as_object() {
+            for (k, q) in m {
+                if let Ok(x) = parse_value(q) {
+                    out.insert(k.clone(), x);
+                }
+            }
+        }
+        Self(out)
+    }
+
+    /// The amount of `name` (0 when absent).
+    pub fn get(&self, name: &str) -> i128 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    /// Adds `other` to `self`.
+    pub fn add(&mut self, other: &Resources) {
+        for (k, v) in &other.0 {
+            *self.0.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+
+    /// Subtracts `other` from `self`.
+    pub fn sub(&mut self, other: &Resources) {
+        for (k, v) in &other.0 {
+            *self.0.entry(k.clone()).or_insert(0) -= v;
+        }
+    }
+
+    /// Raises every entry of `self` to at least the one in `other`.
+    pub fn max_with(&mut self, other: &Resources) {
+        for (k, v) in &other.0 {
+            let e = self.0.entry(k.clone()).or_insert(0);
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// True when every positive request in `req` fits within `self`.
+    pub fn fits(&self, req: &Resources) -> bool {
+        req.0.iter().all(|(k, v)| *v <= 0 || self.get(k) >= *v)
+    }
+
+    /// The names of the resources in `req` that do not fit within `self`.
+    pub fn insufficient(&self, req: &Resources) -> Vec<String> {
+        req.0
+            .iter()
+            .filter(|(k, v)| **v > 0 && self.get(k) < **v)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// True when every entry of `self` that `cap` limits is within `cap` (entries `cap` does not name are
+    /// unlimited).
+    pub fn within(&self, cap: &Resources) -> bool {
+        cap.0.iter().all(|(k, c)| self.get(k) <= *c)
+    }
+}
+
+/// The scheduling requests of a pod spec: the sum over containers (a missing request defaults to the limit),
+/// raised to the largest init container, plus `pods: 1`.
+pub fn pod_requests(spec: &Value) -> Resources {
+    let container = |c: &Value| {
+        let mut r = Resources::from_json(&c["resources"]["limits"]);
+        for (k, v) in Resources::from_json(&c["resources"]["requests"]).0 {
+            r.0.insert(k, v);
+        }
+        r
+    };
+    let mut total = Resources::default();
+    for c in spec["containers"].as_array().into_iter().flatten() {
+        total.add(&container(c));
+    }
+    for c in spec["initContainers"].as_array().into_iter().flatten() {
+        total.max_with(&container(c));
+    }
+    total.add(&Resources::from_json(&spec["overhead"]));
+    *total.0.entry("pods".into()).or_insert(0) += 1000;
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_suffixes() {
+        assert_eq!(parse_milli("1"), Ok(1000));
+        assert_eq!(parse_milli("250m"), Ok(250));
+        assert_eq!(parse_milli("1.5"), Ok(1500));
+        assert_eq!(parse_milli("0.1"), Ok(100));
+        assert_eq!(parse_milli("1Ki"), Ok(1_024_000));
+        assert_eq!(parse_milli("6Gi"), Ok(6 * (1 << 30) * 1000));
+        assert_eq!(parse_milli("1.5Gi"), Ok(3 * (1 << 29) * 1000));
+        assert_eq!(parse_milli("2k"), Ok(2_000_000));
+        assert_eq!(parse_milli("1e3"), Ok(1_000_000));
+        assert_eq!(parse_milli("1n"), Ok(1));
+        assert_eq!(parse_milli("-2"), Ok(-2000));
+        assert!(parse_milli("abc").is_err());
+        assert!(parse_milli("1Qi").is_err());
+        assert!(parse_milli("").is_err());
+    }
+
+    #[test]
+    fn pod_requests_sum_and_default_to_limits() {
+        let spec = serde_json::json!({"containers": [
+            {"resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1", "memory": "1Gi"}}},
+            {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+        ], "initContainers": [{"resources": {"requests": {"cpu": "4"}}}]});
+        let r = pod_requests(&spec);
+        assert_eq!(r.get("cpu"), 4000);
+        assert_eq!(r.get("memory"), 2 * (1 << 30) * 1000);
+        assert_eq!(r.get("pods"), 1000);
+    }
+}

@@ -1,0 +1,436 @@
+//! The hollow scheduler (spec §4.2): binds pending pods to hollow nodes by resource requests, and emulates
+//! Volcano gang scheduling for pods of `schedulerName: volcano` (PodGroups, Queue capability).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::quantity::{Resources, pod_requests};
+use super::{
+    ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, VOLCANO_SCHEDULER, annotation, is_terminal, is_terminating, list_all,
+    node_name, set_condition, status_patch,
+};
+use crate::config::AgentConfig;
+use crate::kinds::Gvr;
+use crate::patch::PatchKind;
+use crate::store::{Store, StoredObject};
+
+/// Scheduler names bound by the default logic.
+const DEFAULT_SCHEDULERS: &[&str] = &["default-scheduler", ""];
+/// Volcano's default queue.
+const DEFAULT_QUEUE: &str = "default";
+
+/// A node as the scheduler sees it.
+#[derive(Debug, Clone)]
+struct NodeInfo {
+    name: String,
+    labels: Value,
+    free: Resources,
+    schedulable: bool,
+}
+
+/// The scheduler's state between passes.
+#[derive(Debug)]
+pub(super) struct Scheduler {
+    config: AgentConfig,
+    next: usize,
+}
+
+fn queues_gvr() -> Gvr {
+    Gvr::new("scheduling.volcano.sh", "v1beta1", "queues")
+}
+
+fn group_of(pod: &Value) -> Option<&str> {
+    annotation(pod, ANN_GROUP_NAME).or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
+}
+
+fn scheduler_name(pod: &Value) -> &str {
+    pod["spec"]["schedulerName"].as_str().unwrap_or("")
+}
+
+fn creation_key(o: &Arc<StoredObject>) -> (String, String, String) {
+    (
+        o.value["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        o.namespace().unwrap_or_default().to_string(),
+        o.name().to_string(),
+    )
+}
+
+fn selector_matches(pod: &Value, labels: &Value) -> bool {
+    pod["spec"]["nodeSelector"]
+        .as_object()
+        .is_none_or(|sel| sel.iter().all(|(k, v)| labels[k] == *v))
+}
+
+/// Why a pod does not fit a node, for the `0/N nodes are available` message.
+fn misfit(node: &NodeInfo, pod: &Value, req: &Resources) -> Option<Vec<String>> {
+    if !node.schedulable {
+        return Some(vec!["node(s) were unschedulable".into()]);
+    }
+    if !selector_matches(pod, &node.labels) {
+        return Some(vec!["node(s) didn't match Pod's node affinity/selector".into()]);
+    }
+    let short = node.free.insufficient(req);
+    if short.is_empty() {
+        None
+    } else {
+        Some(
+            short
+                .into_iter()
+                .map(|r| {
+                    if r == "pods" {
+                        "Too many pods".into()
+                    } else {
+                        format!("Insufficient {r}")
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Scheduler {
+    pub(super) fn new(config: AgentConfig) -> Self {
+        Self { config, next: 0 }
+    }
+
+    /// Picks a node for `pod` (round-robin first fit), reserving its requests in `nodes`; or explains why none
+    /// fits.
+    fn place(&mut self, nodes: &mut [NodeInfo], pod: &Value, req: &Resources) -> Result<String, String> {
+        let n = nodes.len();
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+        for k in 0..n {
+            let idx = (self.next + k) % n;
+            match misfit(&nodes[idx], pod, req) {
+                None => {
+                    nodes[idx].free.sub(req);
+                    self.next = idx + 1;
+                    return Ok(nodes[idx].name.clone());
+                }
+                Some(rs) => {
+                    for r in rs {
+                        *reasons.entry(r).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        let detail: Vec<String> = reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        Err(format!("0/{n} nodes are available: {}.", detail.join(", ")))
+    }
+
+    /// One scheduling pass.
+    pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
+        let mut nodes: Vec<NodeInfo> = list_all(store, &Gvr::nodes())
+            .iter()
+            .map(|n| {
+                let ready = n.value["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                NodeInfo {
+                    name: n.name().to_string(),
+                    labels: n.value["metadata"]["labels"].clone(),
+                    free: Resources::from_json(&n.value["status"]["allocatable"]),
+                    schedulable: ready && n.value["spec"]["unschedulable"].as_bool() != Some(true),
+                }
+            })
+            .collect();
+        let pods = list_all(store, &Gvr::pods());
+        {
+            let index: HashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+            for p in &pods {
+                if let Some(i) = node_name(&p.value).and_then(|n| index.get(n))
+                    && !is_terminal(&p.value)
+                {
+                    nodes[*i].free.sub(&pod_requests(&p.value["spec"]));
+                }
+            }
+        }
+        let mut pending: Vec<&Arc<StoredObject>> = pods
+            .iter()
+            .filter(|p| node_name(&p.value).is_none() && !is_terminating(&p.value) && !is_terminal(&p.value))
+            .collect();
+        pending.sort_by_key(|p| creation_key(p));
+        let volcano = self.config.volcano;
+        for pod in pending.iter().filter(|p| {
+            let name = scheduler_name(&p.value);
+            DEFAULT_SCHEDULERS.contains(&name)
+                    // Volcano wraps a lone pod in its own group of one.
+                    || (volcano && name == VOLCANO_SCHEDULER && group_of(&p.value).is_none())
+        }) {
+            let req = pod_requests(&pod.value["spec"]);
+            match self.place(&mut nodes, &pod.value, &req) {
+                Ok(node) => bind(store, pod, &node),
+                Err(msg) => mark_unschedulable(store, pod, "Unschedulable", &msg),
+            }
+        }
+        if self.config.volcano {
+            self.volcano(store, &mut nodes, &pods, &pending);
+        }
+        None
+    }
+
+    /// Volcano emulation: gang-binds the pending members of each PodGroup and maintains PodGroup status.
+    fn volcano(
+        &mut self,
+        store: &Store,
+        nodes: &mut Vec<NodeInfo>,
+        pods: &[Arc<StoredObject>],
+        pending: &[&Arc<StoredObject>],
+    ) {
+        let pg_gvr = Gvr::volcano_podgroups();
+        let Some(pg_info) = store.resource(&pg_gvr) else {
+            return;
+        };
+        let mut groups = list_all(store, &pg_gvr);
+        groups.sort_by_key(creation_key);
+        let queues: HashMap<String, Arc<StoredObject>> = list_all(store, &queues_gvr())
+            .into_iter()
+            .map(|q| (q.name().to_string(), q))
+            .collect();
+        let queue_of = |pg: &Value| pg["spec"]["queue"].as_str().unwrap_or(DEFAULT_QUEUE).to_string();
+        let pg_queue: HashMap<(String, String), String> = groups
+            .iter()
+            .map(|g| {
+                (
+                    (g.namespace().unwrap_or_default().to_string(), g.name().to_string()),
+                    queue_of(&g.value),
+                )
+            })
+            .collect();
+        let key_of = |p: &StoredObject| {
+            group_of(&p.value).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
+        };
+        let mut queue_used: HashMap<String, Resources> = HashMap::new();
+        for p in pods {
+            if node_name(&p.value).is_some()
+                && !is_terminal(&p.value)
+                && let Some(q) = key_of(p).and_then(|k| pg_queue.get(&k))
+            {
+                queue_used
+                    .entry(q.clone())
+                    .or_default()
+                    .add(&pod_requests(&p.value["spec"]));
+            }
+        }
+        let mut queue_running: HashMap<String, usize> = HashMap::new();
+        for pg in &groups {
+            let key = (pg.namespace().unwrap_or_default().to_string(), pg.name().to_string());
+            let members: Vec<&Arc<StoredObject>> = pods.iter().filter(|p| key_of(p).as_ref() == Some(&key)).collect();
+            let waiting: Vec<&Arc<StoredObject>> = pending
+                .iter()
+                .filter(|p| key_of(p).as_ref() == Some(&key) && scheduler_name(&p.value) == VOLCANO_SCHEDULER)
+                .copied()
+                .collect();
+            let live = members.iter().filter(|p| !is_terminal(&p.value)).count();
+            let min = pg.value["spec"]["minMember"].as_u64().unwrap_or(1) as usize;
+            let queue = queue_of(&pg.value);
+            let mut admitted = false;
+            let mut held: Option<String> = None;
+            let mut just_bound = 0;
+            if !waiting.is_empty() {
+                let gang_msg = format!(
+                    "{n}/{n} tasks in gang unschedulable: pod group is not ready, {n} Pending, {min} minAvailable; Pending: {n} Undetermined",
+                    n = waiting.len()
+                );
+                if live < min {
+                    held = Some(gang_msg);
+                } else {
+                    let mut need = Resources::default();
+                    for p in &waiting {
+                        need.add(&pod_requests(&p.value["spec"]));
+                    }
+                    let mut total = queue_used.get(&queue).cloned().unwrap_or_default();
+                    total.add(&need);
+                    let queue_ok = match queues.get(&queue) {
+                        Some(q) => {
+                            q.value["status"]["state"].as_str().is_none_or(|s| s == "Open")
+                                && total.within(&Resources::from_json(&q.value["spec"]["capability"]))
+                        }
+                        None => true,
+                    };
+                    if queue_ok {
+                        admitted = true;
+                        let mut scratch = nodes.clone();
+                        let saved = self.next;
+                        let placed: Result<Vec<String>, String> = waiting
+                            .iter()
+                            .map(|p| self.place(&mut scratch, &p.value, &pod_requests(&p.value["spec"])))
+                            .collect();
+                        match placed {
+                            Ok(targets) => {
+                                *nodes = scratch;
+                                queue_used.insert(queue.clone(), total);
+                                for (p, node) in waiting.iter().zip(targets) {
+                                    bind(store, p, &node);
+                                }
+                                just_bound = waiting.len();
+                            }
+                            Err(_) => {
+                                self.next = saved;
+                                held = Some(gang_msg);
+                            }
+                        }
+                    } else {
+                        held = Some(gang_msg);
+                    }
+                }
+                if let Some(msg) = &held {
+                    for p in &waiting {
+                        mark_unschedulable(store, p, "Unschedulable", msg);
+                    }
+                }
+            }
+            let count = |ph: &str| members.iter().filter(|p| super::phase(&p.value) == ph).count();
+            let (running, succeeded, failed) = (count("Running"), count("Succeeded"), count("Failed"));
+            let bound = members
+                .iter()
+                .filter(|p| node_name(&p.value).is_some() && !is_terminal(&p.value))
+                .count()
+                + just_bound;
+            let mut status = pg.value["status"].as_object().cloned().unwrap_or_default();
+            let mut conds: Vec<Value> = status
+                .get("conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let phase = if !members.is_empty() && live == 0 && succeeded > 0 {
+                "Completed"
+            } else if bound + succeeded >= min && bound > 0 {
+                set_condition(
+                    &mut conds,
+                    "Scheduled",
+                    "True",
+                    Some("tasks in the gang are ready to be scheduled"),
+                    None,
+                );
+                "Running"
+            } else if let Some(msg) = &held {
+                set_condition(
+                    &mut conds,
+                    "Unschedulable",
+                    "True",
+                    Some("NotEnoughResources"),
+                    Some(msg),
+                );
+                if admitted { "Inqueue" } else { "Pending" }
+            } else {
+                status.get("phase").and_then(Value::as_str).unwrap_or("Pending")
+            };
+            if phase == "Running" {
+                *queue_running.entry(queue.clone()).or_insert(0) += 1;
+            }
+            status.insert("phase".into(), json!(phase));
+            if !conds.is_empty() {
+                status.insert("conditions".into(), json!(conds));
+            }
+            for (k, v) in [("running", running), ("succeeded", succeeded), ("failed", failed)] {
+                if v > 0 {
+                    status.insert(k.into(), json!(v));
+                } else {
+                    status.remove(k);
+                }
+            }
+            let desired = Value::Object(status);
+            if desired != pg.value["status"] {
+                let sub = pg_info.status_subresource.then_some("status");
+                if let Err(e) = store.patch(
+                    &pg_gvr,
+                    pg.namespace(),
+                    pg.name(),
+                    &PatchKind::Merge,
+                    &status_patch(pg, &desired),
+                    sub,
+                ) {
+                    tracing::debug!(error = %e, podgroup = pg.name(), "scheduler: PodGroup status write failed");
+                }
+            }
+        }
+        if let Some(q_info) = store.resource(&queues_gvr()) {
+            for q in queues.values() {
+                let mut status = q.value["status"].as_object().cloned().unwrap_or_default();
+                status.insert(
+                    "state".into(),
+                    json!(status.get("state").cloned().unwrap_or(json!("Open"))),
+                );
+                match queue_running.get(q.name()) {
+                    Some(n) => status.insert("running".into(), json!(n)),
+                    None => status.remove("running"),
+                };
+                let desired = Value::Object(status);
+                if desired != q.value["status"] {
+                    let sub = q_info.status_subresource.then_some("status");
+                    let _ = store.patch(
+                        &queues_gvr(),
+                        None,
+                        q.name(),
+                        &PatchKind::Merge,
+                        &status_patch(q, &desired),
+                        sub,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Binds `pod` to `node` (like `POST pods/{name}/binding`): sets `spec.nodeName`, then `PodScheduled=True`.
+fn bind(store: &Store, pod: &StoredObject, node: &str) {
+    let body = json!({"metadata": {"resourceVersion": pod.rv.to_string()}, "spec": {"nodeName": node}});
+    let bound = match store.patch(
+        &Gvr::pods(),
+        pod.namespace(),
+        pod.name(),
+        &PatchKind::Merge,
+        &body,
+        None,
+    ) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::debug!(error = %e, pod = pod.name(), "scheduler: bind failed");
+            return;
+        }
+    };
+    let mut conds: Vec<Value> = bound.value["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    set_condition(&mut conds, "PodScheduled", "True", None, None);
+    let body = json!({"metadata": {"resourceVersion": bound.rv.to_string()}, "status": {"conditions": conds}});
+    if let Err(e) = store.patch(
+        &Gvr::pods(),
+        bound.namespace(),
+        bound.name(),
+        &PatchKind::Merge,
+        &body,
+        Some("status"),
+    ) {
+        tracing::debug!(error = %e, pod = pod.name(), "scheduler: PodScheduled write failed");
+    }
+}
+
+/// Records `PodScheduled=False` with `reason` and `message` (no write when already recorded).
+fn mark_unschedulable(store: &Store, pod: &StoredObject, reason: &str, message: &str) {
+    let mut conds: Vec<Value> = pod.value["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !set_condition(&mut conds, "PodScheduled", "False", Some(reason), Some(message)) {
+        return;
+    }
+    let body = json!({"metadata": {"resourceVersion": pod.rv.to_string()}, "status": {"conditions": conds}});
+    if let Err(e) = store.patch(
+        &Gvr::pods(),
+        pod.namespace(),
+        pod.name(),
+        &PatchKind::Merge,
+        &body,
+        Some("status"),
+    ) {
+        tracing::debug!(error = %e, pod = pod.name(), "scheduler: Unschedulable write failed");
+    }
+}
