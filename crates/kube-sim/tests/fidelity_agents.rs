@@ -560,38 +560,6 @@ async fn namespace_deletion_finishes_job_pods() {
     .expect("namespace with a running Job is emptied and removed");
 }
 
-/// Throughput smoke test (not a fidelity test): 500 pods created through the API all reach Running.
-#[tokio::test]
-#[ignore = "load smoke test; run with --ignored"]
-async fn scale_500_pods_run() {
-    let sim = start(agents()).await;
-    let pods: Api<Pod> = Api::default_namespaced(sim.client());
-    let t0 = std::time::Instant::now();
-    for i in 0..500 {
-        pods.create(&PostParams::default(), &pod(&format!("s{i}"), json!({}), "Always"))
-            .await
-            .unwrap();
-    }
-    let created = t0.elapsed();
-    tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let l = pods.list(&Default::default()).await.unwrap();
-            let running = l
-                .items
-                .iter()
-                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-                .count();
-            if running == 500 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("all pods run");
-    eprintln!("created in {created:?}, all running after {:?}", t0.elapsed());
-}
-
 /// The [`kube_sim::agents::PodHooks`] extension point: a hook holds a Job's pod running until it says exit.
 #[tokio::test]
 async fn pod_hook_decides_when_a_job_pod_finishes() {
