@@ -1,10 +1,14 @@
 //! `kuberay-operator`: runs the Ray controllers; `crd` prints the CRDs; `render` shows what would be created.
 
+mod config_file;
 mod crd;
+mod flags;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is
 // not worth boxing.
 #[allow(clippy::result_large_err)]
 mod render;
+mod ratelimit;
+mod run;
 
 use std::process::ExitCode;
 
@@ -28,10 +32,18 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<ExitCode> {
+    // KubeRay's flags are Go-style (`-name value`); only the subcommands go through clap.
+    let args: Vec<String> = std::env::args().collect();
+    let subcommand = args
+        .get(1)
+        .is_some_and(|a| matches!(a.as_str(), "crd" | "render" | "help" | "--version" | "-V"));
+    if !subcommand {
+        return run::main(args.into_iter().skip(1).collect());
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Crd) => crd::run().map(|()| ExitCode::SUCCESS),
         Some(Command::Render(args)) => render::run(args),
-        None => anyhow::bail!("running the controllers is not implemented yet"),
+        None => run::main(Vec::new()),
     }
 }

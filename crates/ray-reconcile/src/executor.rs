@@ -80,7 +80,9 @@ impl Context {
 
     /// The next backoff of a failing cluster (controller-runtime: 5 ms doubling up to 1000 s).
     pub fn backoff(&self, key: &ClusterKey) -> Duration {
-        let Ok(mut failures) = self.failures.lock() else { return SHORT_REQUEUE };
+        let Ok(mut failures) = self.failures.lock() else {
+            return SHORT_REQUEUE;
+        };
         let n = failures.entry(key.clone()).or_insert(0);
         let delay = backoff_delay(*n);
         *n = n.saturating_add(1);
@@ -101,7 +103,7 @@ impl Context {
         self.metrics.forget_cluster(&cluster_labels(cluster));
     }
 
-    async fn publish(&self, cluster: &RayCluster, event: EventSpec) {
+    pub(crate) async fn publish(&self, cluster: &RayCluster, event: EventSpec) {
         match event.severity {
             Severity::Normal => info!(reason = event.reason, note = %event.note, "event"),
             Severity::Warning => warn!(reason = event.reason, note = %event.note, "event"),
@@ -126,11 +128,20 @@ impl Context {
         let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
         let pods = self.pods.cluster(&key);
         let mut unsatisfied = std::collections::HashSet::new();
-        let groups = std::iter::once(plan::HEAD_GROUP_KEY.to_owned())
-            .chain(cluster.spec.worker_group_specs.iter().flatten().map(|g| g.group_name.clone()));
+        let groups = std::iter::once(plan::HEAD_GROUP_KEY.to_owned()).chain(
+            cluster
+                .spec
+                .worker_group_specs
+                .iter()
+                .flatten()
+                .map(|g| g.group_name.clone()),
+        );
         for group in groups {
             let exists = |name: &str| self.pods.contains(&key.namespace, name);
-            if !self.expectations.is_satisfied(&key.namespace, &key.name, &group, now, exists) {
+            if !self
+                .expectations
+                .is_satisfied(&key.namespace, &key.name, &group, now, exists)
+            {
                 unsatisfied.insert(group);
             }
         }
@@ -150,7 +161,9 @@ impl Context {
 /// controller-runtime's per-item backoff: 5 ms doubling per consecutive failure, capped at 1000 s.
 pub fn backoff_delay(failures: u32) -> Duration {
     let factor = 1u32.checked_shl(failures.min(31)).unwrap_or(u32::MAX);
-    Duration::from_millis(5).saturating_mul(factor).min(Duration::from_secs(1000))
+    Duration::from_millis(5)
+        .saturating_mul(factor)
+        .min(Duration::from_secs(1000))
 }
 
 /// Namespace and name of a cluster.
@@ -273,7 +286,10 @@ fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClu
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
-    let is = new.conditions.as_deref().is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
+    let is = new
+        .conditions
+        .as_deref()
+        .is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
     let labels = cluster_labels(cluster);
     let owner = cluster
         .labels()
@@ -315,12 +331,17 @@ pub fn merge_patch(old: &Value, new: &Value) -> Value {
     }
 }
 
-async fn write_status(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus) -> Result<(), ReconcileError> {
+async fn write_status(
+    cluster: &RayCluster,
+    ctx: &Context,
+    new: &ray_api::RayClusterStatus,
+) -> Result<(), ReconcileError> {
     let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
     let old = serde_json::to_value(cluster.status.clone().unwrap_or_default())?;
     let new = serde_json::to_value(new)?;
     let patch = serde_json::json!({ "status": merge_patch(&old, &new) });
-    api.patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    api.patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     Ok(())
 }
 
@@ -353,7 +374,13 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     for step in pod_plan.actions {
         match step {
-            PodAction::DeleteCollection { group, issue, ok, fail_reason, marker } => {
+            PodAction::DeleteCollection {
+                group,
+                issue,
+                ok,
+                fail_reason,
+                marker,
+            } => {
                 if issue {
                     let mut selector = format!("{RAY_CLUSTER_LABEL}={name}");
                     if let Some(g) = &group {
@@ -362,10 +389,13 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                     let params = ListParams::default().labels(&selector);
                     if let Err(e) = pods.delete_collection(&DeleteParams::default(), &params).await {
                         let note = match &group {
-                            Some(g) => format!("Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}"),
+                            Some(g) => format!(
+                                "Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}"
+                            ),
                             None => format!("Failed deleting Pods for RayCluster {ns}/{name}, {e}"),
                         };
-                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone())).await;
+                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
+                            .await;
                         return Some(pass_failure(marker, note));
                     }
                 }
@@ -377,10 +407,16 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
             PodAction::DeletePod { name: pod, group, kind } => {
                 let result = pods.delete(&pod, &DeleteParams::default()).await;
                 let (ok_reason, fail_reason, marker) = match &kind {
-                    DeleteKind::UnhealthyHead(_) => {
-                        (reason::DELETED_HEAD_POD, reason::FAILED_TO_DELETE_HEAD_POD, ErrorMarker::FailedDeleteHeadPod)
-                    }
-                    _ => (reason::DELETED_WORKER_POD, reason::FAILED_TO_DELETE_WORKER_POD, ErrorMarker::FailedDeleteWorkerPod),
+                    DeleteKind::UnhealthyHead(_) => (
+                        reason::DELETED_HEAD_POD,
+                        reason::FAILED_TO_DELETE_HEAD_POD,
+                        ErrorMarker::FailedDeleteHeadPod,
+                    ),
+                    _ => (
+                        reason::DELETED_WORKER_POD,
+                        reason::FAILED_TO_DELETE_WORKER_POD,
+                        ErrorMarker::FailedDeleteWorkerPod,
+                    ),
                 };
                 let ok_note = match &kind {
                     DeleteKind::UnhealthyHead(n) | DeleteKind::UnhealthyWorker(n) => n.clone(),
@@ -390,13 +426,17 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                 };
                 match result {
                     Ok(_) => {
-                        ctx.expectations.expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
-                        ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note)).await;
+                        ctx.expectations
+                            .expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
+                        ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note))
+                            .await;
                     }
                     Err(e) if is_not_found(&e) => {
                         if matches!(kind, DeleteKind::Surplus | DeleteKind::MultiHost(_)) {
-                            ctx.expectations.expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
-                            ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note)).await;
+                            ctx.expectations
+                                .expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
+                            ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note))
+                                .await;
                         }
                     }
                     Err(e) => {
@@ -404,9 +444,12 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                             DeleteKind::UnhealthyHead(_) => format!("Failed deleting head Pod {ns}/{pod}, {e}"),
                             DeleteKind::UnhealthyWorker(_) => format!("Failed deleting worker Pod {ns}/{pod}, {e}"),
                             DeleteKind::WorkersToDelete => format!("Failed deleting pod {ns}/{pod}, {e}"),
-                            DeleteKind::Surplus | DeleteKind::MultiHost(_) => format!("Failed deleting Pod {ns}/{pod}, {e}"),
+                            DeleteKind::Surplus | DeleteKind::MultiHost(_) => {
+                                format!("Failed deleting Pod {ns}/{pod}, {e}")
+                            }
                         };
-                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone())).await;
+                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
+                            .await;
                         return Some(pass_failure(marker, note));
                     }
                 }
@@ -416,16 +459,25 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                 match pods.create(&PostParams::default(), &pod).await {
                     Ok(created) => {
                         let pod_name = created.name_any();
-                        ctx.expectations.expect(ns, name, &group, &pod_name, ScaleAction::Create, Instant::now());
+                        ctx.expectations
+                            .expect(ns, name, &group, &pod_name, ScaleAction::Create, Instant::now());
                         let (r, note) = if head {
                             (reason::CREATED_HEAD_POD, format!("Created head Pod {ns}/{pod_name}"))
                         } else {
-                            (reason::CREATED_WORKER_POD, format!("Created worker Pod {ns}/{pod_name}"))
+                            (
+                                reason::CREATED_WORKER_POD,
+                                format!("Created worker Pod {ns}/{pod_name}"),
+                            )
                         };
                         ctx.publish(cluster, EventSpec::normal(r, action::CREATE, note)).await;
                     }
                     Err(e) => {
-                        let pod_name = pod.metadata.name.clone().or(pod.metadata.generate_name.clone()).unwrap_or_default();
+                        let pod_name = pod
+                            .metadata
+                            .name
+                            .clone()
+                            .or(pod.metadata.generate_name.clone())
+                            .unwrap_or_default();
                         let (r, marker, note) = if head {
                             (
                                 reason::FAILED_TO_CREATE_HEAD_POD,
@@ -439,7 +491,8 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                                 format!("Failed to create worker Pod for the cluster {ns}/{name}, {e}"),
                             )
                         };
-                        ctx.publish(cluster, EventSpec::warning(r, action::CREATE, note.clone())).await;
+                        ctx.publish(cluster, EventSpec::warning(r, action::CREATE, note.clone()))
+                            .await;
                         return Some(pass_failure(marker, note));
                     }
                 }
@@ -452,8 +505,12 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
 async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
     let key = cluster_key(cluster);
     let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
-    let existing: Vec<Arc<ServiceInfo>> =
-        ctx.services.cluster(&key).into_iter().filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier)).collect();
+    let existing: Vec<Arc<ServiceInfo>> = ctx
+        .services
+        .cluster(&key)
+        .into_iter()
+        .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
+        .collect();
     match existing.len() {
         0 => {}
         1 => return Ok(()),
@@ -462,20 +519,20 @@ async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), 
             return Err(PassError::plain(format!("{n} head service found {names:?}")));
         }
     }
-    let svc = podgen::head_service(cluster, &ctx.podgen);
-    if svc.spec.as_ref().and_then(|s| s.ports.as_ref()).is_none_or(Vec::is_empty) {
-        return Err(PassError::plain(format!(
-            "ray head service does not have any ports set up. Service specification: {:?}",
-            svc.spec
-        )));
-    }
+    let mut svc = podgen::head_service(cluster, &ctx.podgen).map_err(|e| PassError::plain(e.to_string()))?;
+    // KubeRay sets the controller reference in `reconcileHeadService`, not in the builder.
+    svc.metadata.owner_references = Some(vec![ray_podgen::cluster::cluster_owner_reference(cluster)]);
     let api: Api<Service> = Api::namespaced(ctx.client.clone(), &key.namespace);
     let svc_name = svc.name_any();
     match api.create(&PostParams::default(), &svc).await {
         Ok(_) => {
             ctx.publish(
                 cluster,
-                EventSpec::normal(reason::CREATED_SERVICE, action::CREATE, format!("Created service {}/{svc_name}", key.namespace)),
+                EventSpec::normal(
+                    reason::CREATED_SERVICE,
+                    action::CREATE,
+                    format!("Created service {}/{svc_name}", key.namespace),
+                ),
             )
             .await;
             Ok(())
@@ -483,7 +540,11 @@ async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), 
         Err(e) if is_already_exists(&e) => Ok(()),
         Err(e) => {
             let note = format!("Failed to create service {}/{svc_name}, {e}", key.namespace);
-            ctx.publish(cluster, EventSpec::warning(reason::FAILED_TO_CREATE_SERVICE, action::CREATE, note.clone())).await;
+            ctx.publish(
+                cluster,
+                EventSpec::warning(reason::FAILED_TO_CREATE_SERVICE, action::CREATE, note.clone()),
+            )
+            .await;
             Err(PassError::plain(note))
         }
     }
@@ -494,7 +555,9 @@ async fn ensure_autoscaler_rbac(cluster: &RayCluster, ctx: &Context) -> Result<(
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     let key = cluster_key(cluster);
     let ns = key.namespace.as_str();
-    let objects = podgen::autoscaler_rbac(cluster);
+    let Some(objects) = podgen::autoscaler_rbac(cluster) else {
+        return Ok(());
+    };
     let user_sa = cluster
         .spec
         .head_group_spec
@@ -512,21 +575,58 @@ async fn ensure_autoscaler_rbac(cluster: &RayCluster, ctx: &Context) -> Result<(
                 "Failed to reconcile RayCluster {ns}/{}. Autoscaler ServiceAccount {sa_key} not found; create it or unset serviceAccountName in the head template",
                 key.name
             );
-            ctx.publish(cluster, EventSpec::warning(reason::AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND, action::VALIDATE, note.clone()))
-                .await;
+            ctx.publish(
+                cluster,
+                EventSpec::warning(
+                    reason::AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
+                    action::VALIDATE,
+                    note.clone(),
+                ),
+            )
+            .await;
             return Err(PassError::plain(note));
         }
         Ok(None) => {
-            create_child(cluster, ctx, &sa_api, &objects.service_account, reason::CREATED_SERVICE_ACCOUNT, reason::FAILED_TO_CREATE_SERVICE_ACCOUNT, "service account").await?;
+            if let Some(account) = &objects.service_account {
+                create_child(
+                    cluster,
+                    ctx,
+                    &sa_api,
+                    account,
+                    reason::CREATED_SERVICE_ACCOUNT,
+                    reason::FAILED_TO_CREATE_SERVICE_ACCOUNT,
+                    "service account",
+                )
+                .await?;
+            }
         }
         Err(e) => return Err(PassError::plain(e.to_string())),
     }
     let role_api: Api<Role> = Api::namespaced(ctx.client.clone(), ns);
-    if role_api.get_opt(&objects.role.name_any()).await.map_err(|e| PassError::plain(e.to_string()))?.is_none() {
-        create_child(cluster, ctx, &role_api, &objects.role, reason::CREATED_ROLE, reason::FAILED_TO_CREATE_ROLE, "role").await?;
+    if role_api
+        .get_opt(&objects.role.name_any())
+        .await
+        .map_err(|e| PassError::plain(e.to_string()))?
+        .is_none()
+    {
+        create_child(
+            cluster,
+            ctx,
+            &role_api,
+            &objects.role,
+            reason::CREATED_ROLE,
+            reason::FAILED_TO_CREATE_ROLE,
+            "role",
+        )
+        .await?;
     }
     let rb_api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), ns);
-    if rb_api.get_opt(&objects.role_binding.name_any()).await.map_err(|e| PassError::plain(e.to_string()))?.is_none() {
+    if rb_api
+        .get_opt(&objects.role_binding.name_any())
+        .await
+        .map_err(|e| PassError::plain(e.to_string()))?
+        .is_none()
+    {
         create_child(
             cluster,
             ctx,
@@ -557,13 +657,18 @@ where
     let obj_name = obj.meta().name.clone().unwrap_or_default();
     match api.create(&PostParams::default(), obj).await {
         Ok(_) => {
-            ctx.publish(cluster, EventSpec::normal(ok_reason, action::CREATE, format!("Created {what} {ns}/{obj_name}"))).await;
+            ctx.publish(
+                cluster,
+                EventSpec::normal(ok_reason, action::CREATE, format!("Created {what} {ns}/{obj_name}")),
+            )
+            .await;
             Ok(())
         }
         Err(e) if is_already_exists(&e) => Ok(()),
         Err(e) => {
             let note = format!("Failed to create {what} {ns}/{obj_name}, {e}");
-            ctx.publish(cluster, EventSpec::warning(fail_reason, action::CREATE, note.clone())).await;
+            ctx.publish(cluster, EventSpec::warning(fail_reason, action::CREATE, note.clone()))
+                .await;
             Err(PassError::plain(note))
         }
     }
@@ -578,7 +683,10 @@ mod tests {
     fn merge_patch_nulls_removed_keys_and_recurses() {
         let old = json!({"a": 1, "head": {"podIP": "1.2.3.4", "podName": "h"}, "conditions": [1]});
         let new = json!({"a": 1, "head": {"podName": "h2"}, "conditions": [2]});
-        assert_eq!(merge_patch(&old, &new), json!({"head": {"podIP": null, "podName": "h2"}, "conditions": [2]}));
+        assert_eq!(
+            merge_patch(&old, &new),
+            json!({"head": {"podIP": null, "podName": "h2"}, "conditions": [2]})
+        );
     }
 
     #[test]

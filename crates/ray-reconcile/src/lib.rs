@@ -8,10 +8,14 @@
 
 pub mod conditions;
 pub mod config;
+pub mod controller;
 pub mod error;
 pub mod events;
+pub mod executor;
 pub mod expectations;
+pub mod gcs_ft;
 pub mod index;
+pub mod metrics;
 pub mod observed;
 pub mod plan;
 pub mod podgen;

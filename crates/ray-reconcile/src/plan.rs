@@ -7,7 +7,7 @@ use crate::config::ReconcileConfig;
 use crate::error::{ErrorMarker, PassError};
 use crate::events::{EventSpec, action, reason};
 use crate::observed::{ObservedState, PodInfo};
-use crate::podgen::{self, PodGenSettings, WorkerPlacement};
+use crate::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
 use crate::status::{group_replicas, suspend_status};
 use crate::{conditions, validate};
 use k8s_openapi::api::core::v1::Pod;
@@ -179,6 +179,12 @@ pub struct PodPlan {
     pub error_after: Option<PassError>,
 }
 
+/// A pod that cannot be generated fails the pass like a failed create (KubeRay returns the
+/// builder's error from `createHeadPod` / `createWorkerPod`).
+fn generation_failure(marker: ErrorMarker, error: &ray_podgen::PodGenError) -> PassError {
+    PassError::marked(marker, format!("{}: {error}", marker.as_str()))
+}
+
 /// Group key of the head pod in expectations.
 pub const HEAD_GROUP_KEY: &str = "";
 
@@ -191,6 +197,7 @@ pub fn plan_pods(
     random_suffix: &mut dyn FnMut() -> String,
 ) -> PodPlan {
     let mut plan = PodPlan::default();
+    let mut generator = ClusterPods::new(cluster, podgen_settings);
     let (ns, name) = ns_name(cluster);
     let conds = cluster
         .status
@@ -246,10 +253,16 @@ pub fn plan_pods(
                 plan.error_after = Some(PassError::plain(note));
                 return plan;
             }
-            HeadPlan::Create => plan.actions.push(PodAction::CreatePod {
-                pod: Box::new(podgen::head_pod(cluster, podgen_settings)),
-                group: HEAD_GROUP_KEY.into(),
-            }),
+            HeadPlan::Create => match generator.head_pod() {
+                Ok(pod) => plan.actions.push(PodAction::CreatePod {
+                    pod: Box::new(pod),
+                    group: HEAD_GROUP_KEY.into(),
+                }),
+                Err(e) => {
+                    plan.error_after = Some(generation_failure(ErrorMarker::FailedCreateHeadPod, &e));
+                    return plan;
+                }
+            },
             HeadPlan::SkipProvisioned => return plan,
             HeadPlan::TooMany { count } => {
                 let names: Vec<&str> = heads.iter().map(|h| h.name.as_str()).collect();
@@ -263,7 +276,7 @@ pub fn plan_pods(
 
     let autoscaling = cluster.spec.enable_in_tree_autoscaling == Some(true);
     let surplus = surplus_deletion_enabled(autoscaling, config.enable_random_pod_delete);
-    for group in cluster.spec.worker_group_specs.iter().flatten() {
+    for (group_index, group) in cluster.spec.worker_group_specs.iter().flatten().enumerate() {
         let g = group.group_name.as_str();
         if observed.unsatisfied_groups.contains(g) {
             continue;
@@ -283,9 +296,14 @@ pub fn plan_pods(
             surplus_deletion: surplus,
             multi_host_indexing: config.gates.ray_multi_host_indexing,
         };
-        let new_worker = |placement: WorkerPlacement| PodAction::CreatePod {
-            pod: Box::new(podgen::worker_pod(cluster, group, &placement)),
-            group: g.to_owned(),
+        let mut new_worker = |placement: WorkerPlacement| -> Result<PodAction, PassError> {
+            match generator.worker_pod(group_index, &placement) {
+                Ok(pod) => Ok(PodAction::CreatePod {
+                    pod: Box::new(pod),
+                    group: g.to_owned(),
+                }),
+                Err(e) => Err(generation_failure(ErrorMarker::FailedCreateWorkerPod, &e)),
+            }
         };
         match plan_worker_group(&input) {
             WorkerGroupPlan::DeleteAll => plan.actions.push(PodAction::DeleteCollection {
@@ -333,10 +351,16 @@ pub fn plan_pods(
                     });
                 }
                 for w in scale.create {
-                    plan.actions.push(new_worker(WorkerPlacement {
+                    match new_worker(WorkerPlacement {
                         replica_index: w.replica_index,
                         ..Default::default()
-                    }));
+                    }) {
+                        Ok(a) => plan.actions.push(a),
+                        Err(e) => {
+                            plan.error_after = Some(e);
+                            return plan;
+                        }
+                    }
                 }
             }
             WorkerGroupPlan::MultiHost(mh) => {
@@ -370,11 +394,17 @@ pub fn plan_pods(
                         for replica in create {
                             let replica_name = format!("{g}-{}", random_suffix());
                             for host in 0..replica.hosts {
-                                plan.actions.push(new_worker(WorkerPlacement {
+                                match new_worker(WorkerPlacement {
                                     replica_index: Some(replica.replica_index),
                                     replica_name: Some(replica_name.clone()),
                                     host_index: Some(host),
-                                }));
+                                }) {
+                                    Ok(a) => plan.actions.push(a),
+                                    Err(e) => {
+                                        plan.error_after = Some(e);
+                                        return plan;
+                                    }
+                                }
                             }
                         }
                     }
@@ -383,4 +413,87 @@ pub fn plan_pods(
         }
     }
     plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RayCluster {
+        let yaml = r#"
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: demo, namespace: ns, uid: u-1}
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - {name: ray-head, image: "rayproject/ray:2.46.0", ports: [{containerPort: 6379, name: gcs-server}]}
+  workerGroupSpecs:
+  - groupName: small
+    replicas: 2
+    minReplicas: 0
+    maxReplicas: 5
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - {name: ray-worker, image: "rayproject/ray:2.46.0"}
+"#;
+        ray_api::yaml::from_yaml_documents::<RayCluster>(yaml)
+            .unwrap()
+            .remove(0)
+    }
+
+    fn plan(cluster: &RayCluster) -> PodPlan {
+        let settings = PodGenSettings::default();
+        let mut suffix = || "abcde".to_owned();
+        plan_pods(
+            cluster,
+            &ObservedState::default(),
+            &ReconcileConfig::default(),
+            &settings,
+            &mut suffix,
+        )
+    }
+
+    #[test]
+    fn empty_cluster_creates_ray_podgen_pods() {
+        let cluster = sample();
+        let p = plan(&cluster);
+        assert!(p.error_after.is_none());
+        let created: Vec<(&str, &Pod)> = p
+            .actions
+            .iter()
+            .map(|a| match a {
+                PodAction::CreatePod { pod, group } => (group.as_str(), pod.as_ref()),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(created.len(), 3);
+        let settings = ray_podgen::PodGenConfig::default();
+        let generator = ray_podgen::PodGenerator::new(&cluster, &settings);
+        assert_eq!(created[0], (HEAD_GROUP_KEY, &generator.head_pod().unwrap()));
+        let worker = generator.worker_template(0).unwrap();
+        for (i, (group, pod)) in created[1..].iter().enumerate() {
+            assert_eq!(*group, "small");
+            let expected = worker.pod(&ray_podgen::WorkerReplica::single(u32::try_from(i).unwrap()));
+            assert_eq!(*pod, &expected);
+        }
+    }
+
+    #[test]
+    fn ungeneratable_head_fails_the_pass_like_a_create() {
+        let mut cluster = sample();
+        if let Some(spec) = cluster.spec.head_group_spec.template.spec.as_mut() {
+            spec.containers.clear();
+        }
+        let p = plan(&cluster);
+        assert!(p.actions.is_empty());
+        let err = p.error_after.unwrap();
+        assert_eq!(err.marker, Some(ErrorMarker::FailedCreateHeadPod));
+        assert!(err.message.starts_with("FailedCreateHeadPod: "), "{}", err.message);
+    }
 }

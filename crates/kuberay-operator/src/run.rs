@@ -1,0 +1,364 @@
+//! Running the operator (no subcommand): KubeRay's flags, logging, the kube client, `/metrics`,
+//! `/healthz` + `/readyz`, leader election on the `ray-operator-leader` Lease, the RayCluster
+//! controller and graceful shutdown on SIGTERM/SIGINT.
+
+use crate::config_file;
+use crate::flags::{self, Flags, Parsed};
+use crate::ratelimit::RateLimitLayer;
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use ray_gang::selection::{SchedulerConfig, select_scheduler};
+use ray_podgen::{FeatureGates, PodGenConfig};
+use ray_reconcile::ReconcileConfig;
+use ray_reconcile::controller::{self, ControllerConfig};
+use ray_reconcile::metrics::ControllerMetrics;
+use ray_reconcile::podgen::PodGenSettings;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::{Layered, SubscriberExt as _};
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Name of the leader election Lease.
+pub const LEADER_ELECTION_ID: &str = "ray-operator-leader";
+
+/// Parse the flags and run the operator until a signal stops it.
+pub fn main(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let flags = match flags::parse(&args) {
+        Ok(Parsed::Run(flags)) => *flags,
+        Ok(Parsed::Help) => {
+            eprint!("{}", flags::usage());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            eprint!("{}", flags::usage());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    for (name, encoder) in [
+        ("log-stdout-encoder", &flags.log_stdout_encoder),
+        ("log-file-encoder", &flags.log_file_encoder),
+    ] {
+        if encoder != "json" && encoder != "console" {
+            bail!("invalid encoder {encoder:?} (must be 'json' or 'console') for --{name}");
+        }
+    }
+    let (flags, file_config) = if flags.config.is_empty() {
+        (flags, None)
+    } else {
+        let config = config_file::load(&flags.config)?;
+        (config_file::apply(&config, &flags), Some(config))
+    };
+    init_logging(&flags)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run(flags, file_config))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+type LogLayer = Box<dyn Layer<Layered<EnvFilter, tracing_subscriber::Registry>> + Send + Sync>;
+
+fn log_layer<W>(encoder: &str, writer: W, ansi: bool) -> LogLayer
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(ansi);
+    if encoder == "json" {
+        layer.json().flatten_event(true).with_current_span(true).boxed()
+    } else {
+        layer.boxed()
+    }
+}
+
+/// stdout logs (`--log-stdout-encoder`) and, with `--log-file-path`, the same events appended to
+/// that file (`--log-file-encoder`; no rotation).
+fn init_logging(flags: &Flags) -> anyhow::Result<()> {
+    let level = match flags.zap_log_level.as_str() {
+        "" if flags.zap_devel => "debug".to_owned(),
+        "" => "info".to_owned(),
+        "debug" | "info" | "error" | "warn" => flags.zap_log_level.clone(),
+        n if n.parse::<i64>().is_ok_and(|n| n > 0) => "debug".to_owned(),
+        _ => "info".to_owned(),
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},kube=warn,hyper=warn,tower=warn")));
+    let mut layers: Vec<LogLayer> = vec![log_layer(&flags.log_stdout_encoder, std::io::stdout, false)];
+    if !flags.log_file_path.is_empty() {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&flags.log_file_path)
+            .with_context(|| format!("opening --log-file-path {}", flags.log_file_path))?;
+        layers.push(log_layer(&flags.log_file_encoder, Mutex::new(file), false));
+    }
+    tracing_subscriber::registry().with(filter).with(layers).init();
+    Ok(())
+}
+
+/// Go's `net.Listen` addresses: `:8080` listens on every interface; `0` disables the server.
+fn listen_addr(addr: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if addr == "0" {
+        return Ok(None);
+    }
+    let full = if addr.starts_with(':') {
+        format!("0.0.0.0{addr}")
+    } else {
+        addr.to_owned()
+    };
+    Ok(Some(
+        full.parse().with_context(|| format!("invalid bind address {addr:?}"))?,
+    ))
+}
+
+fn reconcile_settings(
+    flags: &Flags,
+    file: Option<&config_file::Configuration>,
+) -> anyhow::Result<(ReconcileConfig, PodGenSettings)> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let gates = FeatureGates::parse(&flags.feature_gates).context("--feature-gates")?;
+    let mut podgen = PodGenConfig::from_env_map(&env);
+    podgen.feature_gates = gates.clone();
+    if let Some(file) = file {
+        podgen.head_sidecar_containers = file.head_sidecar_containers.clone().unwrap_or_default();
+        podgen.worker_sidecar_containers = file.worker_sidecar_containers.clone().unwrap_or_default();
+        podgen.default_container_envs = file.default_container_envs.clone().unwrap_or_default();
+        podgen.default_pod_annotations = file.default_pod_annotations.clone().unwrap_or_default();
+        podgen.default_pod_labels = file.default_pod_labels.clone().unwrap_or_default();
+    }
+    let scheduler = select_scheduler(&SchedulerConfig {
+        enable_batch_scheduler: flags.enable_batch_scheduler,
+        batch_scheduler: flags.batch_scheduler.clone(),
+        kubernetes_was_gate: gates.kubernetes_was,
+    })?;
+    let mut reconcile = ReconcileConfig::from_env(gates, |k| env.get(k).cloned());
+    reconcile.batch_scheduler = flags.batch_scheduler.clone();
+    Ok((
+        reconcile,
+        PodGenSettings {
+            config: podgen,
+            scheduler,
+        },
+    ))
+}
+
+async fn build_client(flags: &Flags) -> anyhow::Result<kube::Client> {
+    let config = kube::Config::infer()
+        .await
+        .context("no kubeconfig or in-cluster configuration")?;
+    let builder = kube::client::ClientBuilder::try_from(config)?;
+    Ok(match RateLimitLayer::new(flags.qps, flags.burst) {
+        Some(limit) => builder.with_layer(&limit).build(),
+        None => builder.build(),
+    })
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => info!("SIGINT received, shutting down"),
+        () = term => info!("SIGTERM received, shutting down"),
+    }
+}
+
+async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::Result<()> {
+    if flags.forced_cluster_upgrade {
+        info!("--forced-cluster-upgrade is deprecated and has no effect");
+    }
+    let (reconcile, podgen) = reconcile_settings(&flags, file.as_ref())?;
+    let client = build_client(&flags).await?;
+
+    let mut registry = Registry::default();
+    let metrics = Arc::new(ControllerMetrics::new(&mut registry, flags.enable_metrics));
+    let rss = Gauge::<i64>::default();
+    registry.register(
+        "process_resident_memory_bytes",
+        "Resident memory size in bytes",
+        rss.clone(),
+    );
+    let registry = Arc::new(registry);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ready = Arc::new(AtomicBool::new(false));
+    if let Some(addr) = listen_addr(&flags.metrics_addr)? {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding metrics server on {addr}"))?;
+        info!(addr = %listener.local_addr()?, "serving metrics");
+        let (registry, rss) = (Arc::clone(&registry), rss.clone());
+        tokio::spawn(serve(listener, stop_rx.clone(), move |path| match path {
+            "/metrics" => {
+                rss.set(resident_memory_bytes().unwrap_or(0));
+                let mut text = String::new();
+                match prometheus_client::encoding::text::encode(&mut text, &registry) {
+                    Ok(()) => (StatusCode::OK, text),
+                    Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+                }
+            }
+            _ => (StatusCode::NOT_FOUND, "404 page not found\n".to_owned()),
+        }));
+    }
+    if let Some(addr) = listen_addr(&flags.probe_addr)? {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding probe server on {addr}"))?;
+        info!(addr = %listener.local_addr()?, "serving health probes");
+        let ready = Arc::clone(&ready);
+        tokio::spawn(serve(listener, stop_rx.clone(), move |path| match path {
+            "/healthz" => (StatusCode::OK, "ok".to_owned()),
+            "/readyz" if ready.load(Ordering::Relaxed) => (StatusCode::OK, "ok".to_owned()),
+            "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_owned()),
+            _ => (StatusCode::NOT_FOUND, "404 page not found\n".to_owned()),
+        }));
+    }
+
+    let concurrency = u16::try_from(flags.reconcile_concurrency.max(1)).unwrap_or(u16::MAX);
+    let config = ControllerConfig {
+        reconcile,
+        podgen,
+        watch_namespaces: if flags.watch_namespace.is_empty() {
+            Vec::new()
+        } else {
+            flags.watch_namespace.split(',').map(str::to_owned).collect()
+        },
+        concurrency,
+        metrics,
+    };
+    let mut signal = Box::pin(shutdown_signal());
+    ready.store(true, Ordering::Relaxed);
+
+    if flags.enable_leader_election {
+        let namespace = leader_election_namespace(&flags);
+        let identity = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "kuberay-operator".to_owned());
+        let identity = format!("{identity}_{}", std::process::id());
+        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEADER_ELECTION_ID)
+            .with_namespace(&namespace)
+            .with_identity(&identity)
+            .with_duration(15)
+            .with_grace(5)
+            .build()
+            .await
+            .context("leader election")?;
+        let (mut leader, handle) = manager.watch().await;
+        info!(lease = LEADER_ELECTION_ID, %namespace, %identity, "waiting for leadership");
+        let acquired = tokio::select! {
+            () = &mut signal => false,
+            r = leader.wait_for(|l| *l) => { r.context("leader election stopped")?; true }
+        };
+        if !acquired {
+            drop(leader);
+            let _ = handle.await;
+            let _ = stop_tx.send(true);
+            return Ok(());
+        }
+        info!(lease = LEADER_ELECTION_ID, "became leader");
+        let mut lost = leader.clone();
+        let lost_leadership = Arc::new(AtomicBool::new(false));
+        let lost_flag = Arc::clone(&lost_leadership);
+        let stop = async move {
+            tokio::select! {
+                () = signal => {}
+                _ = lost.wait_for(|l| !*l) => {
+                    lost_flag.store(true, Ordering::Relaxed);
+                    error!("leader election lost");
+                }
+            }
+        };
+        controller::run(client, config, stop).await;
+        drop(leader);
+        if let Err(e) = handle.await {
+            warn!(error = %e, "lease manager task failed");
+        }
+        let _ = stop_tx.send(true);
+        if lost_leadership.load(Ordering::Relaxed) {
+            bail!("leader election lost");
+        }
+    } else {
+        controller::run(client, config, signal).await;
+        let _ = stop_tx.send(true);
+    }
+    info!("operator stopped");
+    Ok(())
+}
+
+fn leader_election_namespace(flags: &Flags) -> String {
+    if !flags.leader_election_namespace.is_empty() {
+        return flags.leader_election_namespace.clone();
+    }
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+/// `VmRSS` of this process, in bytes.
+fn resident_memory_bytes() -> Option<i64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// A minimal HTTP/1 server answering GETs by path until `stop` turns true.
+async fn serve<F>(listener: TcpListener, mut stop: watch::Receiver<bool>, handler: F)
+where
+    F: Fn(&str) -> (StatusCode, String) + Send + Sync + 'static,
+{
+    let handler = Arc::new(handler);
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            a = listener.accept() => a,
+        };
+        let (stream, _) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let handler = Arc::clone(&handler);
+        tokio::spawn(async move {
+            let service = service_fn(move |req: Request<Incoming>| {
+                let (status, body) = handler(req.uri().path());
+                let mut response = Response::new(Full::new(Bytes::from(body)));
+                *response.status_mut() = status;
+                std::future::ready(Ok::<_, std::convert::Infallible>(response))
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "http connection ended with an error");
+            }
+        });
+    }
+}

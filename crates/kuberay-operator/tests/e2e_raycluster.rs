@@ -1,0 +1,528 @@
+//! End to end: the real operator binary against an in-process kube-sim (hollow scheduler and
+//! kubelet), driving KubeRay's `ray-cluster.sample.yaml` through create, scale up, scale down,
+//! `workersToDelete` and deletion.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::crd::CustomResourceExt as _;
+use kube::{Client, ResourceExt};
+use ray_api::RayCluster;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NS: &str = "default";
+const NAME: &str = "raycluster-kuberay";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Kills the operator on every exit path; prints its log when the test fails.
+struct Operator {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() || std::env::var_os("E2E_OPERATOR_LOG").is_some() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(80).collect();
+            eprintln!("---- operator log (last 80 lines) ----");
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+impl Operator {
+    /// SIGTERM, then wait (bounded) for a clean exit.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "operator did not stop within 20 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_operator(dir: &Path, kubeconfig: &Path, metrics_port: u16, probe_port: u16, extra: &[&str]) -> Operator {
+    let log = dir.join("operator.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
+    command
+        .args([
+            "--metrics-addr",
+            &format!("127.0.0.1:{metrics_port}"),
+            "--health-probe-bind-address",
+            &format!("127.0.0.1:{probe_port}"),
+            "--leader-election-namespace",
+            NS,
+            "--log-stdout-encoder",
+            "json",
+            "--enable-metrics",
+        ])
+        .args(extra)
+        .env("KUBECONFIG", kubeconfig)
+        .env("RUST_LOG", "info,ray_reconcile=debug")
+        .stdout(Stdio::from(out.try_clone().unwrap()))
+        .stderr(Stdio::from(out));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN") {
+        command.env_remove(key);
+    }
+    Operator {
+        child: command.spawn().unwrap(),
+        log,
+    }
+}
+
+async fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Poll `check` every 100 ms until it yields `Some`, failing after [`WAIT`].
+async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let polled = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    match polled {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {WAIT:?} waiting for {what}"),
+    }
+}
+
+/// Live (not terminating) pods of the cluster with their node type and phase.
+async fn cluster_pods(client: &Client, ns: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.list(&ListParams::default().labels(&format!("ray.io/cluster={NAME}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+fn node_type(pod: &Pod) -> &str {
+    pod.labels()
+        .get("ray.io/node-type")
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+fn running(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+/// Waits until the cluster has one running head and `workers` running workers; returns the worker names.
+async fn wait_for_workers(client: &Client, ns: &str, workers: usize) -> Vec<String> {
+    wait_for(&format!("1 head + {workers} running workers"), || async {
+        let pods = cluster_pods(client, ns).await;
+        let heads = pods.iter().filter(|p| node_type(p) == "head").collect::<Vec<_>>();
+        let ws = pods.iter().filter(|p| node_type(p) == "worker").collect::<Vec<_>>();
+        (heads.len() == 1 && ws.len() == workers && pods.iter().all(running))
+            .then(|| ws.iter().map(|p| p.name_any()).collect())
+    })
+    .await
+}
+
+async fn status(client: &Client, ns: &str) -> Value {
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), ns);
+    serde_json::to_value(api.get(NAME).await.unwrap().status).unwrap()
+}
+
+async fn wait_for_ready_workers(client: &Client, ns: &str, workers: i64) -> Value {
+    wait_for(&format!("status ready with {workers} ready workers"), || async {
+        let s = status(client, ns).await;
+        (s["state"] == "ready" && s["readyWorkerReplicas"] == workers && s["desiredWorkerReplicas"] == workers)
+            .then_some(s)
+    })
+    .await
+}
+
+fn condition<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
+    status["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+/// Change the first worker group (`replicas`, `workersToDelete`) with a merge patch of the whole list.
+async fn patch_group(client: &Client, replicas: i32, workers_to_delete: Option<Vec<String>>) {
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    let mut groups = api.get(NAME).await.unwrap().spec.worker_group_specs.unwrap();
+    groups[0].replicas = Some(replicas);
+    if let Some(names) = workers_to_delete {
+        let mut strategy = groups[0].scale_strategy.clone().unwrap_or_default();
+        strategy.workers_to_delete = Some(names);
+        groups[0].scale_strategy = Some(strategy);
+    }
+    let patch = json!({"spec": {"workerGroupSpecs": groups}});
+    api.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+fn sample(ns: &str) -> RayCluster {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/kuberay-v1.7.0/samples/ray-cluster.sample.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut cluster: RayCluster = ray_api::yaml::from_yaml_documents(&text).unwrap().remove(0);
+    cluster.metadata.namespace = Some(ns.into());
+    cluster
+}
+
+async fn install_crds(client: &Client) {
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    for crd in ray_api::crds::all_crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kuberay-e2e-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raycluster_sample_lifecycle() {
+    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+
+    install_crds(&client).await;
+    assert_eq!(RayCluster::crd_name(), "rayclusters.ray.io");
+
+    let dir = temp_dir();
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let (metrics_port, probe_port) = (free_port(), free_port());
+    let mut operator = start_operator(&dir, &kubeconfig, metrics_port, probe_port, &[]);
+
+    // Probes come up.
+    wait_for("/readyz", || async {
+        let ok = tokio::net::TcpStream::connect(("127.0.0.1", probe_port)).await.is_ok();
+        if !ok {
+            return None;
+        }
+        (http_get(probe_port, "/readyz").await.0 == 200).then_some(())
+    })
+    .await;
+    assert_eq!(http_get(probe_port, "/healthz").await.0, 200);
+
+    // Create the sample.
+    let cluster = sample(NS);
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+
+    // Head + 1 worker, running; status ready with KubeRay's conditions.
+    let workers = wait_for_workers(&client, NS, 1).await;
+    assert_eq!(workers.len(), 1);
+    let s = wait_for_ready_workers(&client, NS, 1).await;
+    assert_eq!(s["availableWorkerReplicas"], 1);
+    let head_ready = condition(&s, "HeadPodReady").expect("HeadPodReady");
+    assert_eq!(head_ready["status"], "True");
+    assert_eq!(head_ready["reason"], "HeadPodRunningAndReady");
+    let provisioned = condition(&s, "RayClusterProvisioned").expect("RayClusterProvisioned");
+    assert_eq!(provisioned["status"], "True");
+    assert_eq!(provisioned["reason"], "AllPodRunningAndReadyFirstTime");
+    assert_eq!(
+        condition(&s, "RayClusterSuspended").expect("RayClusterSuspended")["status"],
+        "False"
+    );
+    assert_eq!(
+        condition(&s, "RayClusterSuspending").expect("RayClusterSuspending")["status"],
+        "False"
+    );
+    assert!(condition(&s, "ReplicaFailure").is_none(), "no ReplicaFailure: {s}");
+    assert!(
+        s["head"]["podName"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("raycluster-kuberay-head-"))
+    );
+    assert_eq!(s["head"]["serviceName"], "raycluster-kuberay-head-svc");
+    let services: Api<Service> = Api::namespaced(client.clone(), NS);
+    assert!(services.get_opt("raycluster-kuberay-head-svc").await.unwrap().is_some());
+
+    // Scale up to 3, then down to 1.
+    patch_group(&client, 3, None).await;
+    wait_for_workers(&client, NS, 3).await;
+    wait_for_ready_workers(&client, NS, 3).await;
+    patch_group(&client, 1, None).await;
+    wait_for_workers(&client, NS, 1).await;
+    wait_for_ready_workers(&client, NS, 1).await;
+
+    // workersToDelete removes exactly the listed pod (as the autoscaler asks: replicas 2 -> 1).
+    patch_group(&client, 2, None).await;
+    let two = wait_for_workers(&client, NS, 2).await;
+    let (victim, keeper) = (two[0].clone(), two[1].clone());
+    patch_group(&client, 1, Some(vec![victim.clone()])).await;
+    let left = wait_for_workers(&client, NS, 1).await;
+    assert_eq!(left, vec![keeper], "only {victim} should have been deleted");
+
+    // Suspend: every pod goes, state `suspended`, Suspended=True; resume brings them back.
+    let suspend = |on: bool| {
+        let api: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+        async move {
+            let patch = json!({"spec": {"suspend": on}});
+            api.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    };
+    suspend(true).await;
+    let s = wait_for("suspended", || async {
+        let s = status(&client, NS).await;
+        let suspended = condition(&s, "RayClusterSuspended").is_some_and(|c| c["status"] == "True");
+        (suspended && s["state"] == "suspended" && cluster_pods(&client, NS).await.is_empty()).then_some(s)
+    })
+    .await;
+    assert_eq!(condition(&s, "RayClusterSuspending").unwrap()["status"], "False");
+    assert_eq!(condition(&s, "RayClusterProvisioned").unwrap()["status"], "False");
+    suspend(false).await;
+    wait_for_workers(&client, NS, 1).await;
+    wait_for("resumed and provisioned", || async {
+        let s = status(&client, NS).await;
+        let provisioned = condition(&s, "RayClusterProvisioned").is_some_and(|c| c["status"] == "True");
+        let suspended = condition(&s, "RayClusterSuspended").is_some_and(|c| c["status"] == "True");
+        (provisioned && !suspended && s["state"] == "ready" && s["readyWorkerReplicas"] == 1).then_some(())
+    })
+    .await;
+
+    // Metrics, before deletion (the cluster series are dropped with the cluster).
+    let (code, metrics) = http_get(metrics_port, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(metrics.contains("controller_runtime_reconcile_total"), "{metrics}");
+    assert!(metrics.contains("kuberay_cluster_info"), "{metrics}");
+    let rss: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("process_resident_memory_bytes");
+    assert!(rss > 0.0);
+    eprintln!("operator RSS after e2e: {rss} bytes ({:.1} MiB)", rss / 1048576.0);
+
+    // Deleting the RayCluster garbage-collects every child.
+    clusters.delete(NAME, &DeleteParams::default()).await.unwrap();
+    wait_for("children garbage-collected", || async {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+        let selector = ListParams::default().labels(&format!("ray.io/cluster={NAME}"));
+        let p: Vec<String> = pods
+            .list(&selector)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
+        let s: Vec<String> = services
+            .list(&selector)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|o| o.name_any())
+            .collect();
+        if !(p.is_empty() && s.is_empty()) {
+            eprintln!("left: pods {p:?} services {s:?}");
+        }
+        (p.is_empty() && s.is_empty()).then_some(())
+    })
+    .await;
+
+    // Graceful shutdown on SIGTERM (the lease is released, the process exits 0).
+    let exit = operator.terminate();
+    assert!(exit.success(), "operator exited with {exit}");
+    let log = std::fs::read_to_string(&operator.log).unwrap();
+    assert!(log.contains("operator stopped"), "no clean stop in the log");
+    drop(operator);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--watch-namespace` scopes the operator: a cluster outside the watched namespaces is never touched;
+/// several clusters in the watched namespace reconcile concurrently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_namespace_scopes_the_operator() {
+    let config = kube_sim::SimConfig {
+        extra_namespaces: vec!["team-a".into(), "team-b".into()],
+        ..kube_sim::SimConfig::default()
+    };
+    let sim = kube_sim::SimServer::start(config).await.unwrap();
+    let client = sim.client();
+    install_crds(&client).await;
+    let dir = temp_dir();
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let (metrics_port, probe_port) = (free_port(), free_port());
+    let file_log = dir.join("file.log");
+    let mut operator = start_operator(
+        &dir,
+        &kubeconfig,
+        metrics_port,
+        probe_port,
+        &[
+            "--watch-namespace",
+            "team-a",
+            "--enable-leader-election=false",
+            "--reconcile-concurrency",
+            "2",
+            "--log-file-path",
+            file_log.to_str().unwrap(),
+        ],
+    );
+
+    for ns in ["team-a", "team-b"] {
+        let api: Api<RayCluster> = Api::namespaced(client.clone(), ns);
+        for i in 0..3 {
+            let mut cluster = sample(ns);
+            cluster.metadata.name = Some(format!("rc-{i}"));
+            api.create(&PostParams::default(), &cluster).await.unwrap();
+        }
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "team-a");
+    wait_for("3 clusters ready in team-a", || async {
+        let api: Api<RayCluster> = Api::namespaced(client.clone(), "team-a");
+        let ready = api
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.state.as_ref())
+                    .is_some_and(|s| s.to_string() == "ready")
+            })
+            .count();
+        (ready == 3).then_some(())
+    })
+    .await;
+    assert_eq!(pods.list(&ListParams::default()).await.unwrap().items.len(), 6);
+
+    let other: Api<RayCluster> = Api::namespaced(client.clone(), "team-b");
+    let untouched = other.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(untouched.len(), 3);
+    assert!(
+        untouched.iter().all(|c| c.status.is_none()),
+        "team-b clusters got a status"
+    );
+    let team_b_pods: Api<Pod> = Api::namespaced(client.clone(), "team-b");
+    assert!(team_b_pods.list(&ListParams::default()).await.unwrap().items.is_empty());
+
+    let file_text = std::fs::read_to_string(&file_log).unwrap();
+    assert!(
+        file_text.contains("starting RayCluster controller"),
+        "--log-file-path got: {file_text}"
+    );
+
+    let exit = operator.terminate();
+    assert!(exit.success(), "operator exited with {exit}");
+    drop(operator);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// GCS FT with external Redis: the finalizer is added, and deleting the cluster runs the Redis
+/// cleanup Job (the hollow Job controller completes it) before the finalizer goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcs_ft_redis_cleanup_finalizer() {
+    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let client = sim.client();
+    install_crds(&client).await;
+    let dir = temp_dir();
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let (metrics_port, probe_port) = (free_port(), free_port());
+    let mut operator = start_operator(
+        &dir,
+        &kubeconfig,
+        metrics_port,
+        probe_port,
+        &["--enable-leader-election=false"],
+    );
+
+    let mut cluster = sample(NS);
+    cluster.spec.gcs_fault_tolerance_options =
+        Some(serde_json::from_value(json!({"redisAddress": "redis:6379"})).unwrap());
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+
+    wait_for_ready_workers(&client, NS, 1).await;
+    let live = clusters.get(NAME).await.unwrap();
+    assert!(
+        live.finalizers()
+            .iter()
+            .any(|f| f == "ray.io/gcs-ft-redis-cleanup-finalizer"),
+        "finalizer missing: {:?}",
+        live.finalizers()
+    );
+
+    clusters.delete(NAME, &DeleteParams::default()).await.unwrap();
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), NS);
+    let job = wait_for("the Redis cleanup Job", || async {
+        jobs.get_opt("raycluster-kuberay-redis-cleanup").await.unwrap()
+    })
+    .await;
+    assert_eq!(job.labels()["ray.io/node-type"], "redis-cleanup");
+    // Pods were deleted before the Job was created.
+    wait_for("cluster gone after the cleanup Job", || async {
+        clusters.get_opt(NAME).await.unwrap().is_none().then_some(())
+    })
+    .await;
+
+    let exit = operator.terminate();
+    assert!(exit.success(), "operator exited with {exit}");
+    drop(operator);
+    let _ = std::fs::remove_dir_all(&dir);
+}
