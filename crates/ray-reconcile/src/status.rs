@@ -43,6 +43,14 @@ pub fn all_pods_running(pods: &[&PodInfo]) -> bool {
             .all(|p| p.pod.phase == PodPhase::Running && p.ready.as_ref().is_none_or(|r| r.status == TRUE))
 }
 
+/// `(readyWorkerReplicas, availableWorkerReplicas)`: worker pods Running and Ready, and worker pods Running.
+pub fn worker_replica_counts(pods: &[&PodInfo]) -> (i32, i32) {
+    let workers = pods.iter().filter(|p| p.role == PodRole::Worker);
+    let ready = count(workers.clone().filter(|p| p.is_running_and_ready()));
+    let available = count(workers.filter(|p| p.pod.phase == PodPhase::Running));
+    (ready, available)
+}
+
 /// Which suspend condition is currently True (`RayClusterSuspending` wins, as KubeRay checks it first).
 pub fn suspend_status(conditions: &[Condition]) -> Option<&'static str> {
     [conditions::RAY_CLUSTER_SUSPENDING, conditions::RAY_CLUSTER_SUSPENDED]
@@ -81,9 +89,9 @@ pub fn calculate_status(
     }
 
     let pods: Vec<&PodInfo> = observed.pods.iter().map(AsRef::as_ref).collect();
-    let workers = pods.iter().filter(|p| p.role == PodRole::Worker);
-    status.ready_worker_replicas = Some(count(workers.clone().filter(|p| p.is_running_and_ready())));
-    status.available_worker_replicas = Some(count(workers.filter(|p| p.pod.phase == PodPhase::Running)));
+    let (ready, available) = worker_replica_counts(&pods);
+    status.ready_worker_replicas = Some(ready);
+    status.available_worker_replicas = Some(available);
     let groups = all_group_replicas(cluster);
     let desired = cluster_desired_replicas(&groups);
     status.desired_worker_replicas = Some(desired);
@@ -320,4 +328,43 @@ pub fn status_changed(old: Option<&RayClusterStatus>, new: &RayClusterStatus) ->
         || old.endpoints != new.endpoints
         || old.head != new.head
         || old.conditions != new.conditions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observed::ReadyCondition;
+    use ray_autoscale::ObservedPod;
+
+    fn pod(role: PodRole, phase: PodPhase, ready: Option<&str>) -> PodInfo {
+        PodInfo {
+            pod: ObservedPod {
+                phase,
+                ..ObservedPod::running("p")
+            },
+            role,
+            group: "small-group".into(),
+            pod_ip: String::new(),
+            ready: ready.map(|status| ReadyCondition {
+                status: status.into(),
+                reason: String::new(),
+                message: String::new(),
+            }),
+            container_problem: None,
+        }
+    }
+
+    /// reconcile.md §10 case 17: head Running; worker Running+Ready; worker Pending not ready; worker Failed
+    /// → available 1, ready 1.
+    #[test]
+    fn golden_r17_available_and_ready_workers() {
+        let pods = [
+            pod(PodRole::Head, PodPhase::Running, Some("True")),
+            pod(PodRole::Worker, PodPhase::Running, Some("True")),
+            pod(PodRole::Worker, PodPhase::Pending, Some("False")),
+            pod(PodRole::Worker, PodPhase::Failed, None),
+        ];
+        let refs: Vec<&PodInfo> = pods.iter().collect();
+        assert_eq!(worker_replica_counts(&refs), (1, 1));
+    }
 }
