@@ -84,8 +84,11 @@ pub struct SimConfig {
     pub token: String,
     /// RNG seed for uids, generated names and fault injection.
     pub seed: u64,
-    /// Events kept per resource for watch resumption.
+    /// Events kept per resource for watch resumption (at least this many; see also `history_age`).
     pub history_len: usize,
+    /// Events younger than this are kept for watch resumption even beyond `history_len` (spec W-8: the last
+    /// 10,000 events or 5 min per kind, whichever is larger).
+    pub history_age: Duration,
     /// Capacity of each resource's event fan-out channel; a watcher lagging further is disconnected.
     pub watch_channel_capacity: usize,
     /// Interval between periodic BOOKMARK events on watches that asked for them.
@@ -117,6 +120,7 @@ impl Default for SimConfig {
             token: "kube-sim-token".into(),
             seed: 42,
             history_len: 10_000,
+            history_age: Duration::from_secs(300),
             watch_channel_capacity: 16_384,
             bookmark_interval: Duration::from_secs(60),
             max_watch_timeout: Duration::from_secs(1800),

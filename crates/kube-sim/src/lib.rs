@@ -15,6 +15,7 @@ pub mod faults;
 pub mod http;
 pub mod kinds;
 pub mod patch;
+pub mod ray;
 pub mod scale;
 pub mod select;
 pub mod server;

@@ -199,6 +199,12 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             "watchers:   saw {:?} pods; all caught up after {:?}",
             report.watcher_counts, report.watch_settle
         );
+        if !args.no_agents {
+            println!(
+                "running:    {} pods Running; all Running after {:?}",
+                report.running, report.all_running
+            );
+        }
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
         if let (Some((rss0, _)), Some((rss, peak))) = (before, after) {
             println!(

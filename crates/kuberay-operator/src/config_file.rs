@@ -84,8 +84,16 @@ pub fn parse(text: &str) -> anyhow::Result<Configuration> {
 pub fn apply(config: &Configuration, flags: &Flags) -> Flags {
     let defaults = Flags::default();
     Flags {
-        metrics_addr: config.metrics_addr.clone().filter(|s| !s.is_empty()).unwrap_or(defaults.metrics_addr),
-        probe_addr: config.probe_addr.clone().filter(|s| !s.is_empty()).unwrap_or(defaults.probe_addr),
+        metrics_addr: config
+            .metrics_addr
+            .clone()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(defaults.metrics_addr),
+        probe_addr: config
+            .probe_addr
+            .clone()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(defaults.probe_addr),
         enable_leader_election: config.enable_leader_election.unwrap_or(true),
         leader_election_namespace: config.leader_election_namespace.clone().unwrap_or_default(),
         reconcile_concurrency: config.reconcile_concurrency.filter(|c| *c != 0).unwrap_or(1),
@@ -113,7 +121,11 @@ mod tests {
              reconcileConcurrency: 0\nenableLeaderElection: false\nqps: 20\n",
         )
         .unwrap();
-        let flags = Flags { burst: 5, log_stdout_encoder: "console".into(), ..Flags::default() };
+        let flags = Flags {
+            burst: 5,
+            log_stdout_encoder: "console".into(),
+            ..Flags::default()
+        };
         let merged = apply(&config, &flags);
         assert_eq!(merged.metrics_addr, ":9090");
         assert_eq!(merged.probe_addr, ":8082");
@@ -121,7 +133,10 @@ mod tests {
         assert!(!merged.enable_leader_election);
         assert_eq!(merged.qps, 20.0);
         assert_eq!(merged.burst, 200, "flags are ignored when --config is set");
-        assert_eq!(merged.log_stdout_encoder, "console", "encoders still come from the flags");
+        assert_eq!(
+            merged.log_stdout_encoder, "console",
+            "encoders still come from the flags"
+        );
     }
 
     #[test]

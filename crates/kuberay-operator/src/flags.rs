@@ -141,27 +141,91 @@ enum Kind {
 /// Flag table: name, kind, help text.
 const FLAGS: &[(&str, Kind, &str)] = &[
     ("metrics-addr", Kind::Str, "The address the metric endpoint binds to."),
-    ("health-probe-bind-address", Kind::Str, "The address the probe endpoint binds to."),
-    ("enable-leader-election", Kind::Bool, "Enable leader election for controller manager (Lease ray-operator-leader)."),
-    ("leader-election-namespace", Kind::Str, "Namespace of the leader election Lease (default: the pod's namespace)."),
-    ("reconcile-concurrency", Kind::Int, "Max concurrency of reconciles per controller."),
-    ("watch-namespace", Kind::Str, "Comma-separated namespaces to watch; empty watches all namespaces."),
+    (
+        "health-probe-bind-address",
+        Kind::Str,
+        "The address the probe endpoint binds to.",
+    ),
+    (
+        "enable-leader-election",
+        Kind::Bool,
+        "Enable leader election for controller manager (Lease ray-operator-leader).",
+    ),
+    (
+        "leader-election-namespace",
+        Kind::Str,
+        "Namespace of the leader election Lease (default: the pod's namespace).",
+    ),
+    (
+        "reconcile-concurrency",
+        Kind::Int,
+        "Max concurrency of reconciles per controller.",
+    ),
+    (
+        "watch-namespace",
+        Kind::Str,
+        "Comma-separated namespaces to watch; empty watches all namespaces.",
+    ),
     ("forced-cluster-upgrade", Kind::Bool, "Deprecated; has no effect."),
     ("log-file-path", Kind::Str, "Also write JSON/console logs to this file."),
-    ("log-file-encoder", Kind::Str, "Encoder of the log file: json or console."),
-    ("log-stdout-encoder", Kind::Str, "Encoder of stdout logs: json or console."),
-    ("enable-batch-scheduler", Kind::Bool, "Deprecated: use --batch-scheduler=volcano."),
-    ("batch-scheduler", Kind::Str, "Batch scheduler: volcano, yunikorn, scheduler-plugins or kai-scheduler."),
-    ("config", Kind::Str, "Path to a config.ray.io/v1alpha1 Configuration file; when set the flags above are ignored."),
-    ("use-kubernetes-proxy", Kind::Bool, "Reach Ray dashboards through the Kubernetes API server proxy."),
+    (
+        "log-file-encoder",
+        Kind::Str,
+        "Encoder of the log file: json or console.",
+    ),
+    (
+        "log-stdout-encoder",
+        Kind::Str,
+        "Encoder of stdout logs: json or console.",
+    ),
+    (
+        "enable-batch-scheduler",
+        Kind::Bool,
+        "Deprecated: use --batch-scheduler=volcano.",
+    ),
+    (
+        "batch-scheduler",
+        Kind::Str,
+        "Batch scheduler: volcano, yunikorn, scheduler-plugins or kai-scheduler.",
+    ),
+    (
+        "config",
+        Kind::Str,
+        "Path to a config.ray.io/v1alpha1 Configuration file; when set the flags above are ignored.",
+    ),
+    (
+        "use-kubernetes-proxy",
+        Kind::Bool,
+        "Reach Ray dashboards through the Kubernetes API server proxy.",
+    ),
     ("feature-gates", Kind::Str, "Comma-separated Name=bool feature gates."),
-    ("enable-metrics", Kind::Bool, "Emit the kuberay_* custom resource metrics."),
-    ("qps", Kind::Float, "Client-side QPS towards the API server (negative = unlimited)."),
+    (
+        "enable-metrics",
+        Kind::Bool,
+        "Emit the kuberay_* custom resource metrics.",
+    ),
+    (
+        "qps",
+        Kind::Float,
+        "Client-side QPS towards the API server (negative = unlimited).",
+    ),
     ("burst", Kind::Int, "Client-side burst towards the API server."),
-    ("zap-log-level", Kind::Str, "Log level: debug, info, error or an integer."),
-    ("zap-devel", Kind::Bool, "Development logging (console encoder, debug level)."),
+    (
+        "zap-log-level",
+        Kind::Str,
+        "Log level: debug, info, error or an integer.",
+    ),
+    (
+        "zap-devel",
+        Kind::Bool,
+        "Development logging (console encoder, debug level).",
+    ),
     ("zap-encoder", Kind::Str, "Log encoder: json or console."),
-    ("zap-stacktrace-level", Kind::Str, "Accepted for compatibility; no effect."),
+    (
+        "zap-stacktrace-level",
+        Kind::Str,
+        "Accepted for compatibility; no effect.",
+    ),
     ("zap-time-encoding", Kind::Str, "Accepted for compatibility; no effect."),
 ];
 
@@ -203,7 +267,11 @@ where
             return Err(FlagError::UnexpectedArgument(arg.clone()));
         };
         if body.is_empty() || body.starts_with('-') || body.starts_with('=') {
-            return Err(FlagError::InvalidValue { flag: body.into(), value: arg.clone(), reason: "bad flag syntax" });
+            return Err(FlagError::InvalidValue {
+                flag: body.into(),
+                value: arg.clone(),
+                reason: "bad flag syntax",
+            });
         }
         let (name, inline) = match body.split_once('=') {
             Some((n, v)) => (n, Some(v.to_owned())),
@@ -232,7 +300,11 @@ where
 }
 
 fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), FlagError> {
-    let invalid = |reason| FlagError::InvalidValue { flag: name.into(), value: value.into(), reason };
+    let invalid = |reason| FlagError::InvalidValue {
+        flag: name.into(),
+        value: value.into(),
+        reason,
+    };
     match kind {
         Kind::Bool => {
             let v = parse_go_bool(value).ok_or_else(|| invalid("parse error"))?;
@@ -394,15 +466,24 @@ mod tests {
         assert!(!run(&["--enable-metrics=F"]).enable_metrics);
         assert!(run(&["--enable-metrics=1"]).enable_metrics);
         let err = parse(["--enable-metrics=yes"]).unwrap_err();
-        assert_eq!(err.to_string(), "invalid value \"yes\" for flag -enable-metrics: parse error");
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"yes\" for flag -enable-metrics: parse error"
+        );
     }
 
     #[test]
     fn bad_values_and_unknown_flags_are_errors() {
-        assert_eq!(parse(["--qps=fast"]).unwrap_err().to_string(), "invalid value \"fast\" for flag -qps: parse error");
+        assert_eq!(
+            parse(["--qps=fast"]).unwrap_err().to_string(),
+            "invalid value \"fast\" for flag -qps: parse error"
+        );
         assert_eq!(parse(["--nope"]).unwrap_err(), FlagError::Unknown("nope".into()));
         assert_eq!(parse(["--burst"]).unwrap_err(), FlagError::MissingValue("burst".into()));
-        assert!(matches!(parse(["stray"]).unwrap_err(), FlagError::UnexpectedArgument(_)));
+        assert!(matches!(
+            parse(["stray"]).unwrap_err(),
+            FlagError::UnexpectedArgument(_)
+        ));
         assert!(parse(["--burst=1_0"]).is_err());
         assert_eq!(run(&["--burst=0x1_0"]).burst, 16);
         assert_eq!(run(&["--burst=010"]).burst, 8);

@@ -5,9 +5,9 @@ mod crd;
 mod flags;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is
 // not worth boxing.
+mod ratelimit;
 #[allow(clippy::result_large_err)]
 mod render;
-mod ratelimit;
 mod run;
 
 use std::process::ExitCode;

@@ -59,6 +59,11 @@ impl PodHooks {
         self.0.write().clear();
     }
 
+    /// True when no hook is registered.
+    pub fn is_empty(&self) -> bool {
+        self.0.read().is_empty()
+    }
+
     /// The first decision of a registered hook about `pod`.
     pub fn decide(&self, pod: &Value) -> Option<PodExit> {
         let hooks: Vec<Arc<dyn PodExitHook>> = self.0.read().clone();

@@ -2,15 +2,16 @@
 //! `batch.kubernetes.io/job-tracking` finalizer and `uncountedTerminatedPods`, and writes the terminal
 //! conditions (`SuccessCriteriaMet` → `Complete`, `FailureTarget` → `Failed`).
 
-use std::collections::BTreeSet;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::{
-    JOB_TRACKING_FINALIZER, condition_true, controller_uid, has_finalizer, is_terminal, is_terminating, list_all,
-    node_name, now, phase, set_condition, status_patch,
+    Agent, Cache, JOB_TRACKING_FINALIZER, Key, condition_true, controller_uid, has_finalizer, is_terminal,
+    is_terminating, node_name, now, phase, set_condition, status_patch,
 };
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
@@ -19,9 +20,35 @@ use crate::store::{DeleteOptions, Propagation, Store, StoredObject};
 /// Annotation and label of an Indexed Job pod's completion index.
 const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
-/// The Job controller (stateless between passes).
-#[derive(Debug, Default)]
-pub(super) struct JobController;
+/// The Job controller: a cache of Jobs and pods, pods indexed by controller uid, and the Jobs and pods to look
+/// at next.
+pub(super) struct JobController {
+    cache: Cache,
+    /// Controller uid → keys of the pods it controls.
+    by_owner: HashMap<String, BTreeSet<Key>>,
+    /// Live Job uid → key.
+    jobs_by_uid: HashMap<String, Key>,
+    dirty_jobs: BTreeSet<Key>,
+    dirty_pods: BTreeSet<Key>,
+    /// Job timers (deadlines, TTLs, retries).
+    timers: BTreeMap<Key, Instant>,
+}
+
+const JOBS: usize = 0;
+const PODS: usize = 1;
+
+thread_local! {
+    /// Set when a write of the current reconcile failed (the object is retried on the next pass).
+    static WRITE_FAILED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn write_failed() {
+    WRITE_FAILED.with(|f| f.set(true));
+}
+
+fn take_write_failed() -> bool {
+    WRITE_FAILED.with(|f| f.replace(false))
+}
 
 fn uid_set(status: &Value, which: &str) -> BTreeSet<String> {
     status["uncountedTerminatedPods"][which]
@@ -37,35 +64,146 @@ fn seconds_since(ts: &str) -> Option<i64> {
     Some(jiff::Timestamp::now().duration_since(t).as_secs())
 }
 
+fn unindex(index: &mut HashMap<String, BTreeSet<Key>>, owner: &str, key: &Key) {
+    if let Some(set) = index.get_mut(owner) {
+        set.remove(key);
+        if set.is_empty() {
+            index.remove(owner);
+        }
+    }
+}
+
 impl JobController {
-    pub(super) fn new() -> Self {
-        Self
+    pub(super) fn new(store: &Store) -> Self {
+        Self {
+            cache: Cache::new(store, &[Gvr::jobs(), Gvr::pods()]),
+            by_owner: HashMap::new(),
+            jobs_by_uid: HashMap::new(),
+            dirty_jobs: BTreeSet::new(),
+            dirty_pods: BTreeSet::new(),
+            timers: BTreeMap::new(),
+        }
     }
 
-    /// One pass over every Job.
-    pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
-        let pods = list_all(store, &Gvr::pods());
-        let jobs = list_all(store, &Gvr::jobs());
-        // Orphans (no controller, or their Job is gone) lose the tracking finalizer, as upstream.
-        let job_uids: BTreeSet<&str> = jobs.iter().map(|j| j.uid()).collect();
-        for p in &pods {
-            if has_finalizer(&p.value, JOB_TRACKING_FINALIZER)
-                && controller_uid(&p.value).is_none_or(|u| !job_uids.contains(u))
+    fn sync(&mut self) {
+        for ch in self.cache.sync() {
+            if ch.kind == JOBS {
+                if let Some(old) = &ch.old
+                    && ch.new.as_ref().is_none_or(|n| n.uid() != old.uid())
+                {
+                    self.jobs_by_uid.remove(old.uid());
+                    // Its pods may now be orphans.
+                    if let Some(pods) = self.by_owner.get(old.uid()) {
+                        self.dirty_pods.extend(pods.iter().cloned());
+                    }
+                }
+                if let Some(new) = &ch.new {
+                    self.jobs_by_uid.insert(new.uid().to_string(), ch.key.clone());
+                } else {
+                    self.timers.remove(&ch.key);
+                }
+                self.dirty_jobs.insert(ch.key);
+                continue;
+            }
+            let old_owner = ch
+                .old
+                .as_ref()
+                .and_then(|o| controller_uid(&o.value))
+                .map(str::to_string);
+            let new_owner = ch
+                .new
+                .as_ref()
+                .and_then(|o| controller_uid(&o.value))
+                .map(str::to_string);
+            if let Some(u) = &old_owner
+                && (ch.new.is_none() || old_owner != new_owner)
             {
+                unindex(&mut self.by_owner, u, &ch.key);
+            }
+            if let Some(u) = &new_owner {
+                if ch.new.is_some() {
+                    self.by_owner.entry(u.clone()).or_default().insert(ch.key.clone());
+                } else {
+                    unindex(&mut self.by_owner, u, &ch.key);
+                }
+            }
+            for u in [old_owner, new_owner].into_iter().flatten() {
+                if let Some(k) = self.jobs_by_uid.get(&u) {
+                    self.dirty_jobs.insert(k.clone());
+                }
+            }
+            self.dirty_pods.insert(ch.key);
+        }
+    }
+
+    /// One pass over the Jobs and pods that changed, whose timer fell due or whose last write failed.
+    pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
+        self.sync();
+        let now_i = Instant::now();
+        let due: Vec<Key> = self
+            .timers
+            .iter()
+            .filter(|(_, at)| **at <= now_i)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            self.timers.remove(&k);
+            self.dirty_jobs.insert(k);
+        }
+        // Orphans (no controller, or their Job is gone) lose the tracking finalizer, as upstream.
+        let mut retry_pods = BTreeSet::new();
+        for key in std::mem::take(&mut self.dirty_pods) {
+            let Some(p) = self.cache.maps[PODS].get(&key) else {
+                continue;
+            };
+            if has_finalizer(&p.value, JOB_TRACKING_FINALIZER)
+                && controller_uid(&p.value).is_none_or(|u| !self.jobs_by_uid.contains_key(u))
+            {
+                take_write_failed();
                 remove_tracking_finalizer(store, p);
+                if take_write_failed() {
+                    retry_pods.insert(key);
+                }
             }
         }
-        let mut next = None;
-        for job in jobs {
-            let owned: Vec<&Arc<StoredObject>> = pods
-                .iter()
-                .filter(|p| controller_uid(&p.value) == Some(job.uid()))
+        self.dirty_pods = retry_pods;
+        let mut retry_jobs = BTreeSet::new();
+        for key in std::mem::take(&mut self.dirty_jobs) {
+            let Some(job) = self.cache.maps[JOBS].get(&key).cloned() else {
+                continue;
+            };
+            let owned: Vec<&Arc<StoredObject>> = self
+                .by_owner
+                .get(job.uid())
+                .into_iter()
+                .flatten()
+                .filter_map(|k| self.cache.maps[PODS].get(k))
                 .collect();
-            if let Some(d) = reconcile(store, &job, &owned) {
-                next = Some(next.map_or(d, |n: Duration| n.min(d)));
+            take_write_failed();
+            match reconcile(store, &job, &owned) {
+                Some(d) => {
+                    self.timers.insert(key.clone(), now_i + d);
+                }
+                None => {
+                    self.timers.remove(&key);
+                }
+            }
+            if take_write_failed() {
+                retry_jobs.insert(key);
             }
         }
-        next
+        self.dirty_jobs = retry_jobs;
+        self.timers.values().min().map(|at| at.saturating_duration_since(now_i))
+    }
+}
+
+impl Agent for JobController {
+    fn pass(&mut self, store: &Store) -> Option<Duration> {
+        JobController::pass(self, store)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.cache.has_pending()
     }
 }
 
@@ -86,6 +224,7 @@ fn remove_tracking_finalizer(store: &Store, pod: &StoredObject) {
         &body,
         None,
     ) {
+        write_failed();
         tracing::debug!(error = %e, pod = pod.name(), "job controller: finalizer removal failed");
     }
 }
@@ -96,7 +235,9 @@ fn delete_pod(store: &Store, pod: &StoredObject) {
         precondition_uid: Some(pod.uid().to_string()),
         ..DeleteOptions::default()
     };
-    let _ = store.delete(&Gvr::pods(), pod.namespace(), pod.name(), &opts);
+    if store.delete(&Gvr::pods(), pod.namespace(), pod.name(), &opts).is_err() {
+        write_failed();
+    }
 }
 
 fn new_pod(job: &StoredObject, index: Option<usize>) -> Value {
@@ -156,7 +297,9 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
                     precondition_uid: Some(job.uid().to_string()),
                     ..DeleteOptions::default()
                 };
-                let _ = store.delete(&Gvr::jobs(), job.namespace(), job.name(), &opts);
+                if store.delete(&Gvr::jobs(), job.namespace(), job.name(), &opts).is_err() {
+                    write_failed();
+                }
                 return None;
             }
             return Some(Duration::from_secs((ttl - elapsed).max(1) as u64));
@@ -331,6 +474,7 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
                     None
                 };
                 if let Err(e) = store.create(&Gvr::pods(), job.namespace(), new_pod(job, index)) {
+                    write_failed();
                     tracing::debug!(error = %e, job = job.name(), "job controller: pod create failed");
                     break;
                 }

@@ -2,14 +2,14 @@
 //! completion and failure injection by annotation or [`super::PodHooks`], CrashLoopBackOff, and graceful
 //! deletion.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::{
-    ANN_EXIT_CODE, ANN_FAILURE, ANN_RUN_DURATION, ANN_START_DELAY, PodExit, annotation, controller_uid, is_terminal,
-    is_terminating, list_all, node_name, now, parse_duration, phase, set_condition, status_patch,
+    ANN_EXIT_CODE, ANN_FAILURE, ANN_RUN_DURATION, ANN_START_DELAY, Agent, Cache, Key, PodExit, annotation,
+    controller_uid, is_terminal, is_terminating, node_name, now, parse_duration, phase, set_condition, status_patch,
 };
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
@@ -60,12 +60,53 @@ struct ExitPlan {
 }
 
 /// The kubelet's state between passes.
-#[derive(Debug)]
 pub(super) struct Kubelet {
     config: AgentConfig,
     rng: fastrand::Rng,
+    /// Per-pod timers by uid, for the pods bound to existing nodes.
     tracks: HashMap<String, Track>,
     next_ip: HashMap<String, u32>,
+    cache: Cache,
+    nodes: HashMap<String, NodeNet>,
+    /// Pods to step in the next pass.
+    dirty: BTreeSet<Key>,
+    /// Deadlines of the pods' next steps, and the deadline of each pod.
+    timers: BTreeSet<(Instant, Key)>,
+    timer_of: HashMap<Key, Instant>,
+    /// Running pods without a timer: re-asked every pass while pod hooks are registered.
+    parked: BTreeSet<Key>,
+    /// Pods whose last write failed.
+    retry: BTreeSet<Key>,
+    /// Set by a failed write during a step.
+    write_failed: bool,
+}
+
+const NODES: usize = 0;
+const PODS: usize = 1;
+
+fn node_net(n: &StoredObject) -> NodeNet {
+    let ip = n.value["status"]["addresses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+        .and_then(|x| x["address"].as_str())
+        .unwrap_or("172.18.0.2")
+        .to_string();
+    let cidr = n.value["spec"]["podCIDR"].as_str().unwrap_or("10.244.0.0/24");
+    let pod_prefix = cidr
+        .rsplit_once('.')
+        .map(|(p, _)| format!("{p}."))
+        .unwrap_or_else(|| "10.244.0.".into());
+    NodeNet { ip, pod_prefix }
+}
+
+impl Agent for Kubelet {
+    fn pass(&mut self, store: &Store) -> Option<Duration> {
+        Kubelet::pass(self, store)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.cache.has_pending()
+    }
 }
 
 fn hex(rng: &mut fastrand::Rng, n: usize) -> String {
@@ -138,47 +179,74 @@ fn readiness_gates_ok(pod: &Value, conds: &[Value]) -> bool {
 }
 
 impl Kubelet {
-    pub(super) fn new(config: AgentConfig, seed: u64) -> Self {
+    pub(super) fn new(config: AgentConfig, seed: u64, store: &Store) -> Self {
         Self {
             config,
             rng: fastrand::Rng::with_seed(seed ^ 0x6b75_6265_6c65_7400),
             tracks: HashMap::new(),
             next_ip: HashMap::new(),
+            cache: Cache::new(store, &[Gvr::nodes(), Gvr::pods()]),
+            nodes: HashMap::new(),
+            dirty: BTreeSet::new(),
+            timers: BTreeSet::new(),
+            timer_of: HashMap::new(),
+            parked: BTreeSet::new(),
+            retry: BTreeSet::new(),
+            write_failed: false,
         }
     }
 
-    /// One kubelet pass over every pod bound to an existing node; returns the time until the next timer.
+    /// One kubelet pass over the pods bound to an existing node that changed, whose timer fell due, whose last
+    /// write failed, or (while [`super::PodHooks`] are registered) that run without an exit plan; returns the
+    /// time until the next timer.
     pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
-        let nodes: HashMap<String, NodeNet> = list_all(store, &Gvr::nodes())
-            .iter()
-            .map(|n| {
-                let ip = n.value["status"]["addresses"]
-                    .as_array()
-                    .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
-                    .and_then(|x| x["address"].as_str())
-                    .unwrap_or("172.18.0.2")
-                    .to_string();
-                let cidr = n.value["spec"]["podCIDR"].as_str().unwrap_or("10.244.0.0/24");
-                let pod_prefix = cidr
-                    .rsplit_once('.')
-                    .map(|(p, _)| format!("{p}."))
-                    .unwrap_or_else(|| "10.244.0.".into());
-                (n.name().to_string(), NodeNet { ip, pod_prefix })
-            })
-            .collect();
+        let mut nodes_changed = false;
+        for ch in self.cache.sync() {
+            if ch.kind == NODES {
+                nodes_changed = true;
+                continue;
+            }
+            if let Some(old) = &ch.old
+                && ch.new.as_ref().is_none_or(|n| n.uid() != old.uid())
+            {
+                self.tracks.remove(old.uid());
+            }
+            self.dirty.insert(ch.key);
+        }
+        if nodes_changed {
+            self.nodes = self.cache.maps[NODES]
+                .values()
+                .map(|n| (n.name().to_string(), node_net(n)))
+                .collect();
+            self.dirty.extend(self.cache.maps[PODS].keys().cloned());
+        }
         let now_i = Instant::now();
-        let mut next: Option<Duration> = None;
-        let mut wake = |at: Instant| {
-            let d = at.saturating_duration_since(now_i);
-            next = Some(next.map_or(d, |n: Duration| n.min(d)));
-        };
-        let mut seen = HashSet::new();
-        for pod in list_all(store, &Gvr::pods()) {
-            let Some(net) = node_name(&pod.value).and_then(|n| nodes.get(n)).cloned() else {
+        while let Some((at, key)) = self.timers.first().cloned() {
+            if at > now_i {
+                break;
+            }
+            self.timers.pop_first();
+            self.timer_of.remove(&key);
+            self.dirty.insert(key);
+        }
+        if !self.config.pod_hooks.is_empty() {
+            self.dirty.extend(self.parked.iter().cloned());
+        }
+        let retry = std::mem::take(&mut self.retry);
+        self.dirty.extend(retry);
+        for key in std::mem::take(&mut self.dirty) {
+            self.parked.remove(&key);
+            if let Some(at) = self.timer_of.remove(&key) {
+                self.timers.remove(&(at, key.clone()));
+            }
+            let Some(pod) = self.cache.maps[PODS].get(&key).cloned() else {
+                continue;
+            };
+            let Some(net) = node_name(&pod.value).and_then(|n| self.nodes.get(n)).cloned() else {
+                self.tracks.remove(pod.uid());
                 continue;
             };
             let uid = pod.uid().to_string();
-            seen.insert(uid.clone());
             let mut tr = self.tracks.get(&uid).cloned().unwrap_or(Track {
                 seen: now_i,
                 started: None,
@@ -186,13 +254,23 @@ impl Kubelet {
                 terminating: None,
                 killed: false,
             });
-            if let Some(at) = self.step(store, &pod, &net, &mut tr, now_i) {
-                wake(at);
+            self.write_failed = false;
+            match self.step(store, &pod, &net, &mut tr, now_i) {
+                Some(at) => {
+                    self.timers.insert((at, key.clone()));
+                    self.timer_of.insert(key.clone(), at);
+                }
+                None if phase(&pod.value) == "Running" && !is_terminating(&pod.value) => {
+                    self.parked.insert(key.clone());
+                }
+                None => {}
+            }
+            if self.write_failed {
+                self.retry.insert(key);
             }
             self.tracks.insert(uid, tr);
         }
-        self.tracks.retain(|uid, _| seen.contains(uid));
-        next
+        self.timers.first().map(|(at, _)| at.saturating_duration_since(now_i))
     }
 
     /// Advances one pod; returns when it next needs attention.
@@ -231,12 +309,12 @@ impl Kubelet {
                                 return Some(at);
                             }
                             let st = self.pull_failed(pod, net, "ImagePullBackOff");
-                            Self::write(store, pod, st);
+                            self.write(store, pod, st);
                         }
                         Some("ImagePullBackOff") => {}
                         _ => {
                             let st = self.pull_failed(pod, net, "ErrImagePull");
-                            if Self::write(store, pod, st) {
+                            if self.write(store, pod, st) {
                                 tr.failed_at = Some(now_i);
                                 return Some(now_i + self.config.crash_backoff);
                             }
@@ -245,7 +323,7 @@ impl Kubelet {
                     return None;
                 }
                 let st = self.running(pod, net, failure != "never-ready");
-                if Self::write(store, pod, st) {
+                if self.write(store, pod, st) {
                     tr.started = Some(now_i);
                     return Some(now_i);
                 }
@@ -259,7 +337,7 @@ impl Kubelet {
                     return Some(at);
                 }
                 let st = self.running(pod, net, failure != "never-ready");
-                if Self::write(store, pod, st) {
+                if self.write(store, pod, st) {
                     tr.started = Some(now_i);
                     return Some(now_i);
                 }
@@ -284,14 +362,14 @@ impl Kubelet {
                 let restart_policy = v["spec"]["restartPolicy"].as_str().unwrap_or("Always");
                 if plan.code == 0 {
                     let st = self.terminated(pod, "Succeeded", 0, "Completed");
-                    Self::write(store, pod, st);
+                    self.write(store, pod, st);
                 } else if restart_policy == "Never" {
                     let reason = if plan.oom { "OOMKilled" } else { "Error" };
                     let st = self.terminated(pod, "Failed", plan.code, reason);
-                    Self::write(store, pod, st);
+                    self.write(store, pod, st);
                 } else {
                     let st = self.crashed(pod, plan.code, plan.oom);
-                    if Self::write(store, pod, st) {
+                    if self.write(store, pod, st) {
                         tr.failed_at = Some(now_i);
                         return Some(now_i + self.config.crash_backoff);
                     }
@@ -349,7 +427,7 @@ impl Kubelet {
             } else {
                 self.terminated(pod, "Failed", code, "Error")
             };
-            if !Self::write(store, pod, st) {
+            if !self.write(store, pod, st) {
                 return Some(now_i);
             }
         }
@@ -361,13 +439,16 @@ impl Kubelet {
         match store.delete(&Gvr::pods(), pod.namespace(), pod.name(), &opts) {
             Ok(_) => tr.killed = true,
             Err(e) if e.code == 404 => tr.killed = true,
-            Err(e) => tracing::debug!(error = %e, pod = pod.name(), "kubelet: delete failed"),
+            Err(e) => {
+                self.write_failed = true;
+                tracing::debug!(error = %e, pod = pod.name(), "kubelet: delete failed");
+            }
         }
         None
     }
 
     /// Writes `status` (merge patch on `/status`, guarded by the RV); true on success.
-    fn write(store: &Store, pod: &StoredObject, status: Value) -> bool {
+    fn write(&mut self, store: &Store, pod: &StoredObject, status: Value) -> bool {
         if status == pod.value["status"] {
             return true;
         }
@@ -381,6 +462,7 @@ impl Kubelet {
         ) {
             Ok(_) => true,
             Err(e) => {
+                self.write_failed = true;
                 tracing::debug!(error = %e, pod = pod.name(), "kubelet: status write failed");
                 false
             }

@@ -5,9 +5,11 @@
 //! settings arrive as [`crate::config::AgentConfig`] (in `SimConfig::agents`). The garbage collector and the
 //! namespace controller live with the store (`store/gc.rs`) and always run.
 //!
-//! Each agent is level-triggered: a pass re-reads the objects it cares about and makes one step towards the
-//! desired state; it runs again after every store commit (or after a timer it asked for, or
-//! [`AgentConfig::resync`]). Writes carry the `resourceVersion` they were computed from, so a racing write
+//! Each agent is level-triggered but incremental: it keeps a local copy of the objects it cares about from the
+//! store's change feed ([`crate::store::Store::change_feed`]) with indexes (per-node usage, pending pods,
+//! PodGroup members, pods by controller uid), and a pass makes one step towards the desired state for the
+//! objects that changed, whose timer (a deadline map) fell due, or whose last write failed. It runs again after
+//! every store commit (or after a timer it asked for, or [`AgentConfig::resync`]). Writes carry the `resourceVersion` they were computed from, so a racing write
 //! makes them fail with a conflict and the next pass retries.
 //!
 //! Per-pod behaviour is driven by annotations (see the `ANN_*` constants):
@@ -31,6 +33,7 @@ mod nodes;
 pub mod quantity;
 mod scheduler;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,7 +43,7 @@ pub use hooks::{PodExit, PodExitHook, PodHooks};
 
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
-use crate::store::{ListOptions, Store, StoredObject};
+use crate::store::{EventType, Store, StoreEvent, StoredObject};
 
 /// Annotation: delay between binding and Running.
 pub const ANN_START_DELAY: &str = "kube-sim.io/start-delay";
@@ -76,45 +79,111 @@ pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle
     }
     nodes::create_nodes(store, config);
     if config.scheduler {
-        let mut s = scheduler::Scheduler::new(config.clone());
-        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
-            s.pass(st)
-        })));
+        let s = scheduler::Scheduler::new(config.clone(), store);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, s)));
     }
     if config.kubelet {
-        let mut k = kubelet::Kubelet::new(config.clone(), store.config().seed);
-        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
-            k.pass(st)
-        })));
+        let k = kubelet::Kubelet::new(config.clone(), store.config().seed, store);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, k)));
     }
     if config.job_controller {
-        let mut j = job::JobController::new();
-        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, move |st| {
-            j.pass(st)
-        })));
+        let j = job::JobController::new(store);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, j)));
     }
     tasks
 }
 
-/// Runs `pass` whenever the store changes, when the delay it returned elapses, or every `resync`.
-async fn run_loop<F>(store: Store, resync: Duration, mut pass: F)
-where
-    F: FnMut(&Store) -> Option<Duration> + Send,
-{
+/// An agent driven by [`run_loop`].
+trait Agent: Send {
+    /// One pass; returns the delay until a timer it needs.
+    fn pass(&mut self, store: &Store) -> Option<Duration>;
+    /// True when the agent's change feed holds events it has not seen yet.
+    fn has_pending(&self) -> bool;
+}
+
+/// Runs the agent's pass whenever the store changes, when the delay it returned elapses, or every `resync`.
+async fn run_loop<A: Agent>(store: Store, resync: Duration, mut agent: A) {
     let resync = resync.max(Duration::from_millis(1));
     loop {
         let before = store.current_rv();
-        let next = pass(&store);
+        let next = agent.pass(&store);
         if store.current_rv() != before {
             tokio::time::sleep(BATCH_PAUSE).await;
             continue;
         }
         let wait = next.map_or(resync, |d| d.min(resync));
-        if wait.is_zero() {
+        if wait.is_zero() || agent.has_pending() {
             tokio::task::yield_now().await;
         } else {
             store.changed(wait).await;
         }
+    }
+}
+
+/// The store key of an object: (namespace or "", name).
+type Key = (String, String);
+
+fn key_of(o: &StoredObject) -> Key {
+    (o.namespace().unwrap_or_default().to_string(), o.name().to_string())
+}
+
+/// A local copy of some resources, kept current from the store's [`crate::store::ChangeFeed`].
+struct Cache {
+    rx: tokio::sync::mpsc::UnboundedReceiver<(usize, Arc<StoreEvent>)>,
+    /// Objects per resource (in the order the resources were given), by key.
+    maps: Vec<BTreeMap<Key, Arc<StoredObject>>>,
+    /// The snapshot, handed out by the first [`Cache::sync`].
+    initial: Vec<(usize, Arc<StoredObject>)>,
+}
+
+/// One change seen by [`Cache::sync`]: the resource's index, the key, the state before and after.
+struct Change {
+    kind: usize,
+    key: Key,
+    old: Option<Arc<StoredObject>>,
+    new: Option<Arc<StoredObject>>,
+}
+
+impl Cache {
+    fn new(store: &Store, gvrs: &[Gvr]) -> Self {
+        let feed = store.change_feed(gvrs);
+        Self {
+            rx: feed.rx,
+            maps: vec![BTreeMap::new(); gvrs.len()],
+            initial: feed.snapshot,
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        !self.initial.is_empty() || !self.rx.is_empty()
+    }
+
+    /// Applies every event received so far, returning the changes in order.
+    fn sync(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (kind, obj) in std::mem::take(&mut self.initial) {
+            let key = key_of(&obj);
+            let old = self.maps[kind].insert(key.clone(), obj.clone());
+            out.push(Change {
+                kind,
+                key,
+                old,
+                new: Some(obj),
+            });
+        }
+        while let Ok((kind, ev)) = self.rx.try_recv() {
+            let key = key_of(&ev.object);
+            let (old, new) = if ev.kind == EventType::Deleted {
+                (self.maps[kind].remove(&key), None)
+            } else {
+                (
+                    self.maps[kind].insert(key.clone(), ev.object.clone()),
+                    Some(ev.object.clone()),
+                )
+            };
+            out.push(Change { kind, key, old, new });
+        }
+        out
     }
 }
 
@@ -135,14 +204,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         _ => return Err(err()),
     };
     Duration::try_from_secs_f64(secs).map_err(|_| err())
-}
-
-/// Every object of a resource (empty when the resource is not served, e.g. a CRD not installed).
-fn list_all(store: &Store, gvr: &Gvr) -> Vec<Arc<StoredObject>> {
-    store
-        .list(gvr, None, &ListOptions::default())
-        .map(|l| l.items)
-        .unwrap_or_default()
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {

@@ -1,7 +1,7 @@
 //! The hollow scheduler (spec §4.2): binds pending pods to hollow nodes by resource requests, and emulates
 //! Volcano gang scheduling for pods of `schedulerName: volcano` (PodGroups, Queue capability).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::quantity::{Resources, pod_requests};
 use super::{
-    ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, VOLCANO_SCHEDULER, annotation, is_terminal, is_terminating, list_all,
-    node_name, set_condition, status_patch,
+    ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, Agent, Cache, Key, VOLCANO_SCHEDULER, annotation, is_terminal,
+    is_terminating, node_name, set_condition, status_patch,
 };
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
@@ -26,16 +26,50 @@ const DEFAULT_QUEUE: &str = "default";
 #[derive(Debug, Clone)]
 struct NodeInfo {
     name: String,
-    labels: Value,
+    labels: Arc<Value>,
     free: Resources,
     schedulable: bool,
 }
 
-/// The scheduler's state between passes.
-#[derive(Debug)]
+/// A PodGroup's key: (namespace, name).
+type GroupKey = (String, String);
+
+/// The scheduler's state between passes: a cache of nodes, pods, PodGroups and Queues with the indexes a pass
+/// needs (per-node usage, pending pods in creation order, PodGroup members).
 pub(super) struct Scheduler {
     config: AgentConfig,
     next: usize,
+    cache: Cache,
+    /// Schedulable view of the existing nodes, in name order.
+    nodes: Vec<NodeInfo>,
+    node_index: HashMap<String, usize>,
+    nodes_dirty: bool,
+    /// Requests of the bound, non-terminal pods per node name (nodes that do not exist included).
+    usage: HashMap<String, Resources>,
+    /// Each bound, non-terminal pod's node and requests.
+    placed: HashMap<Key, (String, Resources)>,
+    /// Unbound, live pods by creation key.
+    pending: BTreeMap<(String, String, String), Arc<StoredObject>>,
+    /// PodGroup → keys of the pods naming it.
+    members: HashMap<GroupKey, BTreeSet<Key>>,
+    /// Requests reserved on `nodes` during the current pass (undone at its end: the binds come back through the
+    /// feed).
+    reserved: Vec<(usize, Resources)>,
+}
+
+const NODES: usize = 0;
+const PODS: usize = 1;
+const GROUPS: usize = 2;
+const QUEUES: usize = 3;
+
+impl Agent for Scheduler {
+    fn pass(&mut self, store: &Store) -> Option<Duration> {
+        Scheduler::pass(self, store)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.cache.has_pending()
+    }
 }
 
 fn queues_gvr() -> Gvr {
@@ -46,11 +80,19 @@ fn group_of(pod: &Value) -> Option<&str> {
     annotation(pod, ANN_GROUP_NAME).or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
 }
 
+fn group_key(p: &StoredObject) -> Option<GroupKey> {
+    group_of(&p.value).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
+}
+
+fn is_pending(p: &StoredObject) -> bool {
+    node_name(&p.value).is_none() && !is_terminating(&p.value) && !is_terminal(&p.value)
+}
+
 fn scheduler_name(pod: &Value) -> &str {
     pod["spec"]["schedulerName"].as_str().unwrap_or("")
 }
 
-fn creation_key(o: &Arc<StoredObject>) -> (String, String, String) {
+fn creation_key(o: &StoredObject) -> (String, String, String) {
     (
         o.value["metadata"]["creationTimestamp"]
             .as_str()
@@ -95,13 +137,124 @@ fn misfit(node: &NodeInfo, pod: &Value, req: &Resources) -> Option<Vec<String>> 
 }
 
 impl Scheduler {
-    pub(super) fn new(config: AgentConfig) -> Self {
-        Self { config, next: 0 }
+    pub(super) fn new(config: AgentConfig, store: &Store) -> Self {
+        let cache = Cache::new(
+            store,
+            &[Gvr::nodes(), Gvr::pods(), Gvr::volcano_podgroups(), queues_gvr()],
+        );
+        Self {
+            config,
+            next: 0,
+            cache,
+            nodes: Vec::new(),
+            node_index: HashMap::new(),
+            nodes_dirty: true,
+            usage: HashMap::new(),
+            placed: HashMap::new(),
+            pending: BTreeMap::new(),
+            members: HashMap::new(),
+            reserved: Vec::new(),
+        }
+    }
+
+    /// Applies the feed to the indexes.
+    fn sync(&mut self) {
+        for ch in self.cache.sync() {
+            match ch.kind {
+                NODES => self.nodes_dirty = true,
+                PODS => self.pod_changed(&ch.key, ch.old.as_deref(), ch.new.as_deref()),
+                _ => {}
+            }
+        }
+        if self.nodes_dirty {
+            self.nodes_dirty = false;
+            self.nodes = self.cache.maps[NODES]
+                .values()
+                .map(|n| {
+                    let ready = n.value["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                    let mut free = Resources::from_json(&n.value["status"]["allocatable"]);
+                    if let Some(u) = self.usage.get(n.name()) {
+                        free.sub(u);
+                    }
+                    NodeInfo {
+                        name: n.name().to_string(),
+                        labels: Arc::new(n.value["metadata"]["labels"].clone()),
+                        free,
+                        schedulable: ready && n.value["spec"]["unschedulable"].as_bool() != Some(true),
+                    }
+                })
+                .collect();
+            self.node_index = self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i))
+                .collect();
+        }
+    }
+
+    fn pod_changed(&mut self, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
+        // Node usage.
+        let now_placed = new.and_then(|p| {
+            node_name(&p.value)
+                .filter(|_| !is_terminal(&p.value))
+                .map(str::to_string)
+        });
+        let unchanged = match (self.placed.get(key), &now_placed, old, new) {
+            (Some((n, _)), Some(m), Some(o), Some(p)) => n == m && o.value["spec"] == p.value["spec"],
+            _ => false,
+        };
+        if !unchanged {
+            if let Some((n, r)) = self.placed.remove(key) {
+                if let Some(u) = self.usage.get_mut(&n) {
+                    u.sub(&r);
+                }
+                if let Some(i) = self.node_index.get(&n) {
+                    self.nodes[*i].free.add(&r);
+                }
+            }
+            if let (Some(n), Some(p)) = (now_placed, new) {
+                let r = pod_requests(&p.value["spec"]);
+                self.usage.entry(n.clone()).or_default().add(&r);
+                if let Some(i) = self.node_index.get(&n) {
+                    self.nodes[*i].free.sub(&r);
+                }
+                self.placed.insert(key.clone(), (n, r));
+            }
+        }
+        // Pending pods.
+        if let Some(o) = old
+            && is_pending(o)
+        {
+            self.pending.remove(&creation_key(o));
+        }
+        if let Some(p) = new
+            && is_pending(p)
+        {
+            self.pending.insert(creation_key(p), self.cache.maps[PODS][key].clone());
+        }
+        // PodGroup members.
+        let (og, ng) = (old.and_then(group_key), new.and_then(group_key));
+        if og != ng || new.is_none() {
+            if let Some(g) = og
+                && let Some(set) = self.members.get_mut(&g)
+            {
+                set.remove(key);
+                if set.is_empty() {
+                    self.members.remove(&g);
+                }
+            }
+            if let (Some(g), Some(_)) = (ng, new) {
+                self.members.entry(g).or_default().insert(key.clone());
+            }
+        }
     }
 
     /// Picks a node for `pod` (round-robin first fit), reserving its requests in `nodes`; or explains why none
-    /// fits.
-    fn place(&mut self, nodes: &mut [NodeInfo], pod: &Value, req: &Resources) -> Result<String, String> {
+    /// fits. Returns the node's index.
+    fn place(&mut self, nodes: &mut [NodeInfo], pod: &Value, req: &Resources) -> Result<usize, String> {
         let n = nodes.len();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         for k in 0..n {
@@ -109,8 +262,9 @@ impl Scheduler {
             match misfit(&nodes[idx], pod, req) {
                 None => {
                     nodes[idx].free.sub(req);
+                    self.reserved.push((idx, req.clone()));
                     self.next = idx + 1;
-                    return Ok(nodes[idx].name.clone());
+                    return Ok(idx);
                 }
                 Some(rs) => {
                     for r in rs {
@@ -123,39 +277,12 @@ impl Scheduler {
         Err(format!("0/{n} nodes are available: {}.", detail.join(", ")))
     }
 
-    /// One scheduling pass.
+    /// One scheduling pass over the pending pods (and, with Volcano, the PodGroups).
     pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
-        let mut nodes: Vec<NodeInfo> = list_all(store, &Gvr::nodes())
-            .iter()
-            .map(|n| {
-                let ready = n.value["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-                NodeInfo {
-                    name: n.name().to_string(),
-                    labels: n.value["metadata"]["labels"].clone(),
-                    free: Resources::from_json(&n.value["status"]["allocatable"]),
-                    schedulable: ready && n.value["spec"]["unschedulable"].as_bool() != Some(true),
-                }
-            })
-            .collect();
-        let pods = list_all(store, &Gvr::pods());
-        {
-            let index: HashMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
-            for p in &pods {
-                if let Some(i) = node_name(&p.value).and_then(|n| index.get(n))
-                    && !is_terminal(&p.value)
-                {
-                    nodes[*i].free.sub(&pod_requests(&p.value["spec"]));
-                }
-            }
-        }
-        let mut pending: Vec<&Arc<StoredObject>> = pods
-            .iter()
-            .filter(|p| node_name(&p.value).is_none() && !is_terminating(&p.value) && !is_terminal(&p.value))
-            .collect();
-        pending.sort_by_key(|p| creation_key(p));
+        self.sync();
+        let pending: Vec<Arc<StoredObject>> = self.pending.values().cloned().collect();
         let volcano = self.config.volcano;
+        let mut nodes = std::mem::take(&mut self.nodes);
         for pod in pending.iter().filter(|p| {
             let name = scheduler_name(&p.value);
             DEFAULT_SCHEDULERS.contains(&name)
@@ -164,68 +291,67 @@ impl Scheduler {
         }) {
             let req = pod_requests(&pod.value["spec"]);
             match self.place(&mut nodes, &pod.value, &req) {
-                Ok(node) => bind(store, pod, &node),
+                Ok(i) => bind(store, pod, &nodes[i].name),
                 Err(msg) => mark_unschedulable(store, pod, "Unschedulable", &msg),
             }
         }
         if self.config.volcano {
-            self.volcano(store, &mut nodes, &pods, &pending);
+            self.volcano(store, &mut nodes, &pending);
         }
+        // Reservations were only for this pass: the binds come back through the feed.
+        for (i, r) in std::mem::take(&mut self.reserved) {
+            if let Some(n) = nodes.get_mut(i) {
+                n.free.add(&r);
+            }
+        }
+        self.nodes = nodes;
         None
     }
 
     /// Volcano emulation: gang-binds the pending members of each PodGroup and maintains PodGroup status.
-    fn volcano(
-        &mut self,
-        store: &Store,
-        nodes: &mut Vec<NodeInfo>,
-        pods: &[Arc<StoredObject>],
-        pending: &[&Arc<StoredObject>],
-    ) {
+    fn volcano(&mut self, store: &Store, nodes: &mut Vec<NodeInfo>, pending: &[Arc<StoredObject>]) {
         let pg_gvr = Gvr::volcano_podgroups();
         let Some(pg_info) = store.resource(&pg_gvr) else {
             return;
         };
-        let mut groups = list_all(store, &pg_gvr);
-        groups.sort_by_key(creation_key);
-        let queues: HashMap<String, Arc<StoredObject>> = list_all(store, &queues_gvr())
-            .into_iter()
-            .map(|q| (q.name().to_string(), q))
+        let mut groups: Vec<Arc<StoredObject>> = self.cache.maps[GROUPS].values().cloned().collect();
+        groups.sort_by_key(|g| creation_key(g));
+        let queues: HashMap<String, Arc<StoredObject>> = self.cache.maps[QUEUES]
+            .values()
+            .map(|q| (q.name().to_string(), q.clone()))
             .collect();
         let queue_of = |pg: &Value| pg["spec"]["queue"].as_str().unwrap_or(DEFAULT_QUEUE).to_string();
-        let pg_queue: HashMap<(String, String), String> = groups
-            .iter()
-            .map(|g| {
-                (
-                    (g.namespace().unwrap_or_default().to_string(), g.name().to_string()),
-                    queue_of(&g.value),
-                )
-            })
-            .collect();
-        let key_of = |p: &StoredObject| {
-            group_of(&p.value).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
+        let member_pods = |this: &Self, key: &GroupKey| -> Vec<Arc<StoredObject>> {
+            this.members
+                .get(key)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| this.cache.maps[PODS].get(k).cloned())
+                .collect()
         };
         let mut queue_used: HashMap<String, Resources> = HashMap::new();
-        for p in pods {
-            if node_name(&p.value).is_some()
-                && !is_terminal(&p.value)
-                && let Some(q) = key_of(p).and_then(|k| pg_queue.get(&k))
+        for g in &groups {
+            let key = (g.namespace().unwrap_or_default().to_string(), g.name().to_string());
+            let q = queue_of(&g.value);
+            for k in self.members.get(&key).into_iter().flatten() {
+                if let Some((_, r)) = self.placed.get(k) {
+                    queue_used.entry(q.clone()).or_default().add(r);
+                }
+            }
+        }
+        let mut waiting_of: HashMap<GroupKey, Vec<&Arc<StoredObject>>> = HashMap::new();
+        for p in pending {
+            if scheduler_name(&p.value) == VOLCANO_SCHEDULER
+                && let Some(k) = group_key(p)
             {
-                queue_used
-                    .entry(q.clone())
-                    .or_default()
-                    .add(&pod_requests(&p.value["spec"]));
+                waiting_of.entry(k).or_default().push(p);
             }
         }
         let mut queue_running: HashMap<String, usize> = HashMap::new();
         for pg in &groups {
             let key = (pg.namespace().unwrap_or_default().to_string(), pg.name().to_string());
-            let members: Vec<&Arc<StoredObject>> = pods.iter().filter(|p| key_of(p).as_ref() == Some(&key)).collect();
-            let waiting: Vec<&Arc<StoredObject>> = pending
-                .iter()
-                .filter(|p| key_of(p).as_ref() == Some(&key) && scheduler_name(&p.value) == VOLCANO_SCHEDULER)
-                .copied()
-                .collect();
+            let members = member_pods(self, &key);
+            let waiting: Vec<&Arc<StoredObject>> = waiting_of.remove(&key).unwrap_or_default();
             let live = members.iter().filter(|p| !is_terminal(&p.value)).count();
             let min = pg.value["spec"]["minMember"].as_u64().unwrap_or(1) as usize;
             let queue = queue_of(&pg.value);
@@ -257,7 +383,8 @@ impl Scheduler {
                         admitted = true;
                         let mut scratch = nodes.clone();
                         let saved = self.next;
-                        let placed: Result<Vec<String>, String> = waiting
+                        let mark = self.reserved.len();
+                        let placed: Result<Vec<usize>, String> = waiting
                             .iter()
                             .map(|p| self.place(&mut scratch, &p.value, &pod_requests(&p.value["spec"])))
                             .collect();
@@ -265,13 +392,14 @@ impl Scheduler {
                             Ok(targets) => {
                                 *nodes = scratch;
                                 queue_used.insert(queue.clone(), total);
-                                for (p, node) in waiting.iter().zip(targets) {
-                                    bind(store, p, &node);
+                                for (p, i) in waiting.iter().zip(targets) {
+                                    bind(store, p, &nodes[i].name);
                                 }
                                 just_bound = waiting.len();
                             }
                             Err(_) => {
                                 self.next = saved;
+                                self.reserved.truncate(mark);
                                 held = Some(gang_msg);
                             }
                         }

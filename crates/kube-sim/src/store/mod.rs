@@ -255,6 +255,8 @@ pub struct ObjRef {
 struct KindStore {
     objects: BTreeMap<Key, Arc<StoredObject>>,
     history: VecDeque<Arc<StoreEvent>>,
+    /// Commit time of each event of `history`.
+    history_times: VecDeque<Instant>,
     /// Watches from an RV below this get 410 Expired.
     floor: u64,
     tx: broadcast::Sender<Arc<StoreEvent>>,
@@ -274,13 +276,35 @@ struct Inner {
     gc_tx: mpsc::UnboundedSender<GcTask>,
     /// Server-side apply field ownership by uid (only objects that an apply touched).
     managed: HashMap<String, managed::Managed>,
+    /// Change feeds of in-process agents (see [`Store::change_feed`]).
+    feeds: Vec<FeedSender>,
+    /// Age below which history events are kept beyond the count limit.
+    history_age: Duration,
+}
+
+/// One subscriber of [`Store::change_feed`]: the resources it follows and where their events go.
+struct FeedSender {
+    kinds: Vec<(String, String)>,
+    tx: mpsc::UnboundedSender<(usize, Arc<StoreEvent>)>,
+}
+
+/// A lossless, unbounded feed of the committed writes to some resources, for in-process agents (unlike a
+/// watch it never lags out). Created by [`Store::change_feed`]; dropping it unsubscribes.
+#[derive(Debug)]
+pub struct ChangeFeed {
+    /// The objects that existed when the feed started, with the index of their resource in the requested list.
+    pub snapshot: Vec<(usize, Arc<StoredObject>)>,
+    /// Every later commit to one of the resources, with the index of its resource.
+    pub rx: mpsc::UnboundedReceiver<(usize, Arc<StoreEvent>)>,
 }
 
 /// Settings of the store (a subset of [`crate::SimConfig`]).
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// Events kept per resource.
+    /// Events kept per resource (at least).
     pub history_len: usize,
+    /// Events younger than this are kept even beyond `history_len`.
+    pub history_age: Duration,
     /// Fan-out channel capacity per resource.
     pub channel_capacity: usize,
     /// RNG seed.
@@ -304,6 +328,7 @@ impl From<&crate::SimConfig> for StoreConfig {
     fn from(c: &crate::SimConfig) -> Self {
         Self {
             history_len: c.history_len,
+            history_age: c.history_age,
             channel_capacity: c.watch_channel_capacity,
             seed: c.seed,
             gc_delay: c.gc_delay,
@@ -401,6 +426,8 @@ impl Store {
             next_service_ip: 1,
             gc_tx,
             managed: HashMap::new(),
+            feeds: Vec::new(),
+            history_age: config.history_age,
         };
         for info in builtin_resources() {
             inner.register(Arc::new(info), config.channel_capacity);
@@ -903,8 +930,25 @@ impl Store {
         let rv = g.rv;
         for ks in g.kinds.values_mut() {
             ks.history.clear();
+            ks.history_times.clear();
             ks.floor = rv;
         }
+    }
+
+    /// Starts a [`ChangeFeed`] over `gvrs` (resources not served yet are followed once they are): a snapshot
+    /// of their objects and, after it, every commit to them, in resourceVersion order.
+    pub fn change_feed(&self, gvrs: &[Gvr]) -> ChangeFeed {
+        let mut g = self.shared.inner.lock();
+        let kinds: Vec<(String, String)> = gvrs.iter().map(kind_key).collect();
+        let mut snapshot = Vec::new();
+        for (i, k) in kinds.iter().enumerate() {
+            if let Some(ks) = g.kinds.get(k) {
+                snapshot.extend(ks.objects.values().map(|o| (i, o.clone())));
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        g.feeds.push(FeedSender { kinds, tx });
+        ChangeFeed { snapshot, rx }
     }
 
     /// Waits until the next commit (or `timeout`), for polling loops.
@@ -982,6 +1026,7 @@ impl Inner {
         self.kinds.entry(kind_key(gvr)).or_insert_with(|| KindStore {
             objects: BTreeMap::new(),
             history: VecDeque::new(),
+            history_times: VecDeque::new(),
             floor: 0,
             tx: broadcast::channel(capacity.max(16)).0,
         });
@@ -1085,10 +1130,26 @@ impl Inner {
             previous,
         });
         ks.history.push_back(event.clone());
-        while ks.history.len() > history_len {
+        let now = Instant::now();
+        ks.history_times.push_back(now);
+        // Keep the last `history_len` events or those younger than `history_age`, whichever are more.
+        while ks.history.len() > history_len
+            && ks
+                .history_times
+                .front()
+                .is_some_and(|t| now.duration_since(*t) > self.history_age)
+        {
+            ks.history_times.pop_front();
             if let Some(ev) = ks.history.pop_front() {
                 ks.floor = ks.floor.max(ev.rv);
             }
+        }
+        if !self.feeds.is_empty() {
+            let kk = kind_key(&info.gvr);
+            self.feeds.retain(|f| match f.kinds.iter().position(|k| *k == kk) {
+                Some(i) => f.tx.send((i, event.clone())).is_ok(),
+                None => !f.tx.is_closed(),
+            });
         }
         let _ = ks.tx.send(event);
         obj
