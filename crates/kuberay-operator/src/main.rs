@@ -3,9 +3,9 @@
 mod config_file;
 mod crd;
 mod flags;
+mod ratelimit;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is
 // not worth boxing.
-mod ratelimit;
 #[allow(clippy::result_large_err)]
 mod render;
 mod run;

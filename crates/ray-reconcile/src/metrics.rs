@@ -114,7 +114,11 @@ impl ControllerMetrics {
                 "The time, in seconds, from RayCluster creation until its RayClusterProvisioned condition first turned true",
                 m.provisioned_duration.clone(),
             );
-            registry.register("kuberay_cluster_info", "Metadata information about RayCluster custom resources", m.info.clone());
+            registry.register(
+                "kuberay_cluster_info",
+                "Metadata information about RayCluster custom resources",
+                m.info.clone(),
+            );
             registry.register(
                 "kuberay_cluster_condition_provisioned",
                 "Indicates whether the RayCluster is provisioned",
@@ -142,11 +146,22 @@ impl ControllerMetrics {
     /// Record one finished reconcile.
     pub fn observe_reconcile(&self, result: &str, seconds: f64) {
         let controller = RAYCLUSTER_CONTROLLER.to_owned();
-        self.reconcile_total.get_or_create(&ReconcileLabels { controller: controller.clone(), result: result.to_owned() }).inc();
+        self.reconcile_total
+            .get_or_create(&ReconcileLabels {
+                controller: controller.clone(),
+                result: result.to_owned(),
+            })
+            .inc();
         if result == "error" {
-            self.reconcile_errors.get_or_create(&ControllerLabels { controller: controller.clone() }).inc();
+            self.reconcile_errors
+                .get_or_create(&ControllerLabels {
+                    controller: controller.clone(),
+                })
+                .inc();
         }
-        self.reconcile_time.get_or_create(&ControllerLabels { controller }).observe(seconds);
+        self.reconcile_time
+            .get_or_create(&ControllerLabels { controller })
+            .observe(seconds);
     }
 
     /// Record a cluster's info and provisioned condition.
