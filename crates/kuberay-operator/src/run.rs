@@ -21,6 +21,9 @@ use ray_reconcile::ReconcileConfig;
 use ray_reconcile::controller::{self, ControllerConfig};
 use ray_reconcile::metrics::ControllerMetrics;
 use ray_reconcile::podgen::PodGenSettings;
+use ray_reconcile::rayjob::RayJobPlanConfig;
+use ray_reconcile::rayjob::controller::{self as rayjob_controller, RayJobControllerConfig};
+use ray_reconcile::rayjob::plan::{DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS, status_check_timeout_from_env};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -248,6 +251,27 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         concurrency,
         metrics,
     };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let job_config = RayJobControllerConfig {
+        plan: RayJobPlanConfig {
+            transition_grace_period_seconds: env
+                .get("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS")
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS),
+            status_check_timeout_seconds: status_check_timeout_from_env(
+                env.get("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS").map(String::as_str),
+            ),
+            delete_ray_job_cr_after_job_finishes: env
+                .get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            cluster_domain: config.podgen.config.cluster_domain.clone(),
+            validation: config.reconcile.gates.validation_options(),
+        },
+        podgen: config.podgen.config.clone(),
+        use_kubernetes_proxy: flags.use_kubernetes_proxy,
+        watch_namespaces: config.watch_namespaces.clone(),
+        concurrency,
+    };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);
 
@@ -290,7 +314,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
                 }
             }
         };
-        controller::run(client, config, stop).await;
+        run_controllers(client, config, job_config, stop).await;
         drop(leader);
         if let Err(e) = handle.await {
             warn!(error = %e, "lease manager task failed");
@@ -300,11 +324,33 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
             bail!("leader election lost");
         }
     } else {
-        controller::run(client, config, signal).await;
+        run_controllers(client, config, job_config, signal).await;
         let _ = stop_tx.send(true);
     }
     info!("operator stopped");
     Ok(())
+}
+
+/// The RayCluster and RayJob controllers side by side, both stopped by `stop`.
+async fn run_controllers(
+    client: kube::Client,
+    config: ControllerConfig,
+    job_config: RayJobControllerConfig,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let (tx, rx) = watch::channel(false);
+    let relay = tokio::spawn(async move {
+        stop.await;
+        let _ = tx.send(true);
+    });
+    let waiter = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    tokio::join!(
+        controller::run(client.clone(), config, waiter(rx.clone())),
+        rayjob_controller::run(client, job_config, waiter(rx)),
+    );
+    relay.abort();
 }
 
 fn leader_election_namespace(flags: &Flags) -> String {

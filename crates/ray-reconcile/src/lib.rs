@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod observed;
 pub mod plan;
 pub mod podgen;
+pub mod rayjob;
 pub mod status;
 pub mod validate;
 
