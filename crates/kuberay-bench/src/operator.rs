@@ -1,0 +1,269 @@
+//! The operator under test: the real `kuberay-operator` release binary, run as a child process with
+//! KubeRay's flags, free ports and `KUBECONFIG`; its memory read from `/proc` and from its `/metrics`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// Resolves the operator binary: `explicit`, else `kuberay-operator` next to the current executable.
+///
+/// For the default path under `cargo run` (`$CARGO` set) the binary is (re)built with
+/// `$CARGO build --release -p kuberay-operator` first — always when missing, and also when present so a
+/// stale binary is never measured (cargo makes that a no-op when it is fresh).
+pub fn resolve_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit {
+        if !path.is_file() {
+            bail!("operator binary {} does not exist", path.display());
+        }
+        return Ok(path.to_path_buf());
+    }
+    let exe = std::env::current_exe().context("locating the current executable")?;
+    let dir = exe.parent().context("the current executable has no directory")?;
+    let path = dir.join(format!("kuberay-operator{}", std::env::consts::EXE_SUFFIX));
+    match std::env::var_os("CARGO") {
+        Some(cargo) => {
+            let why = if path.is_file() {
+                "refreshing"
+            } else {
+                "missing; building"
+            };
+            eprintln!(
+                "kuberay-bench: {} {why} with `$CARGO build --release -p kuberay-operator`",
+                path.display()
+            );
+            let mut command = Command::new(cargo);
+            command.args(["build", "--release", "-p", "kuberay-operator"]);
+            // `cargo run` exports the bench's own package variables; build scripts (ring's) track some of
+            // them, so passing them on would rebuild the whole TLS stack on every run, twice.
+            for (key, _) in std::env::vars_os() {
+                let key = key.to_string_lossy();
+                if is_cargo_run_variable(&key) {
+                    command.env_remove(key.as_ref());
+                }
+            }
+            let status = command.status().context("running cargo build")?;
+            if !status.success() {
+                bail!("cargo build --release -p kuberay-operator failed: {status}");
+            }
+        }
+        None if !path.is_file() => bail!(
+            "{} is missing: build it with `cargo build --release -p kuberay-operator` or pass --operator PATH",
+            path.display()
+        ),
+        None => {}
+    }
+    if !path.is_file() {
+        bail!("{} is still missing after the build", path.display());
+    }
+    Ok(path)
+}
+
+/// Variables `cargo run` sets for the program it runs (not the user's cargo configuration).
+pub fn is_cargo_run_variable(key: &str) -> bool {
+    key == "OUT_DIR"
+        || key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_MANIFEST_")
+        || key.starts_with("CARGO_CFG_")
+        || matches!(
+            key,
+            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_RUSTC_CURRENT_DIR"
+        )
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Resident memory of the operator at one instant.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Memory {
+    /// `VmRSS` from `/proc/<pid>/status`, bytes.
+    pub rss_bytes: u64,
+    /// `VmHWM` (peak RSS so far), bytes.
+    pub hwm_bytes: u64,
+    /// `process_resident_memory_bytes` from the operator's `/metrics`, when it answered.
+    pub metrics_rss_bytes: Option<u64>,
+}
+
+/// A running operator child; killed on drop.
+pub struct Operator {
+    child: Child,
+    metrics_port: u16,
+    probe_port: u16,
+    /// The operator's combined stdout/stderr.
+    pub log: PathBuf,
+}
+
+impl Operator {
+    /// Starts `binary` against `kubeconfig`, logging to `dir/operator-<tag>.log`.
+    pub fn spawn(binary: &Path, kubeconfig: &Path, dir: &Path, tag: &str) -> anyhow::Result<Self> {
+        let (metrics_port, probe_port) = (free_port()?, free_port()?);
+        let log = dir.join(format!("operator-{tag}.log"));
+        let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut command = Command::new(binary);
+        command
+            .args([
+                "--metrics-addr",
+                &format!("127.0.0.1:{metrics_port}"),
+                "--health-probe-bind-address",
+                &format!("127.0.0.1:{probe_port}"),
+                "--enable-leader-election=false",
+                "--log-stdout-encoder",
+                "json",
+            ])
+            .env("KUBECONFIG", kubeconfig)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out.try_clone()?))
+            .stderr(Stdio::from(out));
+        for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN") {
+            command.env_remove(key);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        Ok(Self {
+            child,
+            metrics_port,
+            probe_port,
+            log,
+        })
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails if the child has exited.
+    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!("the operator exited ({status}); see {}", self.log.display());
+        }
+        Ok(())
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_alive()?;
+            if let Ok((200, _)) = http_get(self.probe_port, "/readyz").await {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the operator was not ready within {timeout:?}; see {}",
+                    self.log.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Samples the operator's memory.
+    pub async fn memory(&mut self) -> anyhow::Result<Memory> {
+        self.check_alive()?;
+        let (rss_bytes, hwm_bytes) =
+            kube_sim::scale::process_memory(self.pid()).context("reading /proc/<pid>/status of the operator")?;
+        let metrics_rss_bytes = match http_get(self.metrics_port, "/metrics").await {
+            Ok((200, body)) => parse_metric(&body, "process_resident_memory_bytes").map(|v| v as u64),
+            _ => None,
+        };
+        Ok(Memory {
+            rss_bytes,
+            hwm_bytes,
+            metrics_rss_bytes,
+        })
+    }
+
+    /// SIGTERM, a bounded wait for a clean exit, then SIGKILL.
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of an unlabelled Prometheus sample `name` in a text exposition.
+pub fn parse_metric(body: &str, name: &str) -> Option<f64> {
+    body.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let value = rest.strip_prefix(' ')?;
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// A minimal HTTP/1.1 GET against 127.0.0.1: status code and body.
+async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+            .await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        anyhow::Ok(response)
+    };
+    let response = tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .context("HTTP GET timed out")??;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_only_cargo_run_variables() {
+        for key in ["CARGO_PKG_NAME", "CARGO_MANIFEST_DIR", "OUT_DIR", "CARGO_CRATE_NAME"] {
+            assert!(is_cargo_run_variable(key), "{key}");
+        }
+        for key in ["CARGO", "CARGO_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_JOBS", "PATH"] {
+            assert!(!is_cargo_run_variable(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn finds_unlabelled_metric_values() {
+        let body = "# HELP process_resident_memory_bytes x\n\
+                    process_resident_memory_bytes_total 1\n\
+                    process_resident_memory_bytes 1.2345e7\n";
+        assert_eq!(parse_metric(body, "process_resident_memory_bytes"), Some(12_345_000.0));
+        assert_eq!(parse_metric(body, "nope"), None);
+    }
+}

@@ -1,0 +1,346 @@
+//! Replays one experiment: a fresh control plane (kube-sim, or a real cluster), a fresh operator, the
+//! schedule's steps — each waited on until converged — and a memory sample after every step.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use ray_api::RayCluster;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::experiment::{self, Action, EXPERIMENT_LABEL};
+use crate::operator::{Memory, Operator};
+
+/// Namespace the RayClusters are created in.
+pub const NAMESPACE: &str = "default";
+
+/// Longest wait for one step to converge.
+const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How a run is set up.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The operator binary.
+    pub operator: PathBuf,
+    /// A real cluster's kubeconfig; `None` runs kube-sim in-process.
+    pub kubeconfig: Option<PathBuf>,
+    /// Settle time after a step converged, before sampling.
+    pub step_interval: Duration,
+    /// Directory for logs and kubeconfigs.
+    pub work_dir: PathBuf,
+}
+
+/// One memory sample.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// Step number (0 = idle, before any step).
+    pub step: usize,
+    /// RayClusters that existed.
+    pub clusters: usize,
+    /// Ray pods that existed (all Running).
+    pub pods: usize,
+    /// Time the step took to converge, ms.
+    pub converge_ms: u64,
+    /// Time since the operator was ready, ms.
+    pub at_ms: u64,
+    /// The operator's memory.
+    #[serde(flatten)]
+    pub memory: Memory,
+}
+
+/// The outcome of one experiment.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// Experiment number.
+    pub experiment: u8,
+    /// What it does.
+    pub description: String,
+    /// KubeRay's interval between steps, s (ours is "until converged" plus the step interval).
+    pub published_interval_secs: u64,
+    /// The idle sample followed by one per step.
+    pub samples: Vec<Sample>,
+    /// Wall time of the experiment (control plane and operator start included), ms.
+    pub wall_ms: u64,
+}
+
+impl ExperimentResult {
+    /// The sample taken with exactly `pods` pods.
+    pub fn at_pods(&self, pods: usize) -> Option<&Sample> {
+        self.samples.iter().find(|s| s.pods == pods)
+    }
+}
+
+/// The control plane an experiment runs against.
+enum ControlPlane {
+    Sim(Box<kube_sim::SimHandle>),
+    Real,
+}
+
+/// Runs experiment `experiment` from a fresh control plane and a fresh operator.
+pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Result<ExperimentResult> {
+    let started = Instant::now();
+    let steps = experiment::schedule(experiment);
+    if steps.is_empty() {
+        bail!("unknown experiment {experiment}");
+    }
+    let (plane, client, kubeconfig) = control_plane(experiment, options).await?;
+    install_crds(&client).await?;
+    if matches!(plane, ControlPlane::Real) {
+        cleanup(&client, experiment).await?;
+    }
+
+    let mut operator = Operator::spawn(
+        &options.operator,
+        &kubeconfig,
+        &options.work_dir,
+        &format!("e{experiment}"),
+    )?;
+    operator.wait_ready(Duration::from_secs(60)).await?;
+    let ready_at = Instant::now();
+    // Idle: let the informers' initial lists settle.
+    tokio::time::sleep(options.step_interval.max(Duration::from_millis(500))).await;
+    let mut samples = vec![Sample {
+        step: 0,
+        clusters: 0,
+        pods: 0,
+        converge_ms: 0,
+        at_ms: ready_at.elapsed().as_millis() as u64,
+        memory: operator.memory().await?,
+    }];
+    progress(experiment, steps.len(), &samples[0]);
+
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
+    let mut expected: BTreeMap<String, i32> = BTreeMap::new();
+    for (index, step) in steps.iter().enumerate() {
+        let step_started = Instant::now();
+        apply(&api, experiment, &step.action).await?;
+        let (Action::Create { name, workers } | Action::Scale { name, workers }) = &step.action;
+        expected.insert(name.clone(), *workers);
+        wait_converged(&client, &mut operator, &expected, step.pods).await?;
+        let converge_ms = step_started.elapsed().as_millis() as u64;
+        tokio::time::sleep(options.step_interval).await;
+        let sample = Sample {
+            step: index + 1,
+            clusters: step.clusters,
+            pods: step.pods,
+            converge_ms,
+            at_ms: ready_at.elapsed().as_millis() as u64,
+            memory: operator.memory().await?,
+        };
+        progress(experiment, steps.len(), &sample);
+        samples.push(sample);
+    }
+
+    operator.stop();
+    match plane {
+        ControlPlane::Sim(mut sim) => sim.shutdown(),
+        ControlPlane::Real => cleanup(&client, experiment).await?,
+    }
+    Ok(ExperimentResult {
+        experiment,
+        description: experiment::describe(experiment).to_owned(),
+        published_interval_secs: experiment::published_interval_secs(experiment),
+        samples,
+        wall_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+fn progress(experiment: u8, steps: usize, sample: &Sample) {
+    let mib = |b: u64| b as f64 / 1_048_576.0;
+    let metrics = sample
+        .memory
+        .metrics_rss_bytes
+        .map(|b| format!("{:.1}", mib(b)))
+        .unwrap_or_else(|| "-".into());
+    eprintln!(
+        "[exp {experiment}] step {:>3}/{steps}  clusters {:>3}  pods {:>3}  converged {:>5} ms  RSS {:>6.1} MiB  \
+         (metrics {metrics} MiB, peak {:.1} MiB)",
+        sample.step,
+        sample.clusters,
+        sample.pods,
+        sample.converge_ms,
+        mib(sample.memory.rss_bytes),
+        mib(sample.memory.hwm_bytes),
+    );
+}
+
+async fn control_plane(experiment: u8, options: &RunOptions) -> anyhow::Result<(ControlPlane, Client, PathBuf)> {
+    if let Some(path) = &options.kubeconfig {
+        let kubeconfig = kube::config::Kubeconfig::read_from(path)
+            .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+        let client = Client::try_from(config)?;
+        return Ok((ControlPlane::Real, client, path.clone()));
+    }
+    let config = kube_sim::SimConfig {
+        request_log: false,
+        agents: kube_sim::AgentConfig {
+            nodes: 16,
+            node_cpu: "64".into(),
+            node_memory: "256Gi".into(),
+            ..kube_sim::AgentConfig::default()
+        },
+        ..kube_sim::SimConfig::default()
+    };
+    let sim = kube_sim::SimServer::start(config)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting kube-sim: {e}"))?;
+    let kubeconfig = options.work_dir.join(format!("kubeconfig-e{experiment}"));
+    sim.write_kubeconfig(&kubeconfig)
+        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    let client = sim.client();
+    Ok((ControlPlane::Sim(Box::new(sim)), client, kubeconfig))
+}
+
+/// Creates our CRDs (an existing one is left alone).
+async fn install_crds(client: &Client) -> anyhow::Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ray_api::crds::all_crds() {
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(e) => return Err(e).with_context(|| format!("creating CRD {}", crd.name_any())),
+        }
+    }
+    Ok(())
+}
+
+async fn apply(api: &Api<RayCluster>, experiment: u8, action: &Action) -> anyhow::Result<()> {
+    match action {
+        Action::Create { name, workers } => {
+            let cluster: RayCluster =
+                serde_json::from_value(experiment::raycluster(name, NAMESPACE, experiment, *workers))?;
+            api.create(&PostParams::default(), &cluster)
+                .await
+                .with_context(|| format!("creating RayCluster {name}"))?;
+        }
+        Action::Scale { name, workers } => {
+            let patch = json!({"spec": {"workerGroupSpecs": [experiment::worker_group(*workers)]}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("scaling RayCluster {name} to {workers} workers"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits until every expected pod exists and is Running, and every cluster's status is `ready` with its
+/// desired and ready worker counts written.
+async fn wait_converged(
+    client: &Client,
+    operator: &mut Operator,
+    expected: &BTreeMap<String, i32>,
+    pods: usize,
+) -> anyhow::Result<()> {
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
+    let pod_api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        operator.check_alive()?;
+        let last = match converged(&clusters, &pod_api, expected, pods).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(why)) => why,
+            Err(e) => format!("{e:#}"),
+        };
+        if Instant::now() > deadline {
+            bail!("not converged after {STEP_TIMEOUT:?}: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// `None` when converged, else what is still missing.
+async fn converged(
+    clusters: &Api<RayCluster>,
+    pods: &Api<Pod>,
+    expected: &BTreeMap<String, i32>,
+    want_pods: usize,
+) -> anyhow::Result<Option<String>> {
+    let selector = ListParams::default().labels("ray.io/cluster");
+    let listed = pods.list(&selector).await?;
+    let live: Vec<&Pod> = listed
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.labels()
+                .get("ray.io/cluster")
+                .is_some_and(|c| expected.contains_key(c))
+        })
+        .collect();
+    let running = live
+        .iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count();
+    if live.len() != want_pods || running != want_pods {
+        return Ok(Some(format!(
+            "{} pods, {running} running, want {want_pods}",
+            live.len()
+        )));
+    }
+    let listed = clusters.list(&ListParams::default()).await?;
+    let statuses: BTreeMap<String, serde_json::Value> = listed
+        .items
+        .iter()
+        .map(|c| (c.name_any(), serde_json::to_value(&c.status).unwrap_or_default()))
+        .collect();
+    for (name, workers) in expected {
+        let Some(status) = statuses.get(name) else {
+            return Ok(Some(format!("RayCluster {name} missing")));
+        };
+        let count = |field: &str| status[field].as_i64().unwrap_or(0);
+        let workers = i64::from(*workers);
+        if status["state"] != "ready"
+            || count("readyWorkerReplicas") != workers
+            || count("desiredWorkerReplicas") != workers
+        {
+            return Ok(Some(format!("RayCluster {name} status not converged: {status}")));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes this experiment's RayClusters (real clusters only) and waits for their pods to go.
+async fn cleanup(client: &Client, experiment: u8) -> anyhow::Result<()> {
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
+    let selector = format!("{EXPERIMENT_LABEL}={experiment}");
+    let names: Vec<String> = api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    for name in &names {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Instant::now() < deadline {
+        let left = pods
+            .list(&ListParams::default().labels("ray.io/cluster"))
+            .await?
+            .items
+            .iter()
+            .filter(|p| p.labels().get("ray.io/cluster").is_some_and(|c| names.contains(c)))
+            .count();
+        if left == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    bail!("pods of experiment {experiment} still exist after 300 s")
+}
+
+/// Creates `dir` and returns it.
+pub fn ensure_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir.to_path_buf())
+}
