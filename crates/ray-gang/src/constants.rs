@@ -69,10 +69,10 @@ pub const KAI_SCHEDULER_NAME: &str = "kai-scheduler";
 pub const SCHEDULER_PLUGINS_SCHEDULER_NAME: &str = "scheduler-plugins-scheduler";
 
 /// CPU request of KubeRay's default submitter container.
-pub const DEFAULT_SUBMITTER_CPU_REQUEST: &str = "500m";
+pub const DEFAULT_SUBMITTER_CPU_REQUEST: &str = ray_api::constants::DEFAULT_SUBMITTER_CONTAINER_CPU_REQUEST;
 /// Memory request of KubeRay's default submitter container.
-pub const DEFAULT_SUBMITTER_MEMORY_REQUEST: &str = "200Mi";
+pub const DEFAULT_SUBMITTER_MEMORY_REQUEST: &str = ray_api::constants::DEFAULT_SUBMITTER_CONTAINER_MEMORY_REQUEST;
 /// CPU limit of KubeRay's default submitter container.
-pub const DEFAULT_SUBMITTER_CPU_LIMIT: &str = "1";
+pub const DEFAULT_SUBMITTER_CPU_LIMIT: &str = ray_api::constants::DEFAULT_SUBMITTER_CONTAINER_CPU_LIMIT;
 /// Memory limit of KubeRay's default submitter container.
-pub const DEFAULT_SUBMITTER_MEMORY_LIMIT: &str = "1Gi";
+pub const DEFAULT_SUBMITTER_MEMORY_LIMIT: &str = ray_api::constants::DEFAULT_SUBMITTER_CONTAINER_MEMORY_LIMIT;
