@@ -6,7 +6,6 @@
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -17,86 +16,16 @@ use ray_api::RayCluster;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+use common::{Operator, free_port, install_crds};
+
 const NS: &str = "default";
 const NAME: &str = "raycluster-kuberay";
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Kills the operator on every exit path; prints its log when the test fails.
-struct Operator {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() || std::env::var_os("E2E_OPERATOR_LOG").is_some() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(80).collect();
-            eprintln!("---- operator log (last 80 lines) ----");
-            for line in tail.into_iter().rev() {
-                eprintln!("{line}");
-            }
-        }
-    }
-}
-
-impl Operator {
-    /// SIGTERM, then wait (bounded) for a clean exit.
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "operator did not stop within 20 s of SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_operator(dir: &Path, kubeconfig: &Path, metrics_port: u16, probe_port: u16, extra: &[&str]) -> Operator {
-    let log = dir.join("operator.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
-    command
-        .args([
-            "--metrics-addr",
-            &format!("127.0.0.1:{metrics_port}"),
-            "--health-probe-bind-address",
-            &format!("127.0.0.1:{probe_port}"),
-            "--leader-election-namespace",
-            NS,
-            "--log-stdout-encoder",
-            "json",
-            "--enable-metrics",
-        ])
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "info,ray_reconcile=debug")
-        .stdout(Stdio::from(out.try_clone().unwrap()))
-        .stderr(Stdio::from(out));
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN") {
-        command.env_remove(key);
-    }
-    Operator {
-        child: command.spawn().unwrap(),
-        log,
-    }
+    let flags: Vec<&str> = ["--enable-metrics"].into_iter().chain(extra.iter().copied()).collect();
+    Operator::start(dir, kubeconfig, NS, metrics_port, probe_port, &flags)
 }
 
 async fn http_get(port: u16, path: &str) -> (u16, String) {
@@ -120,24 +49,12 @@ async fn http_get(port: u16, path: &str) -> (u16, String) {
 }
 
 /// Poll `check` every 100 ms until it yields `Some`, failing after [`WAIT`].
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let polled = tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-    match polled {
-        Ok(v) => v,
-        Err(_) => panic!("timed out after {WAIT:?} waiting for {what}"),
-    }
+    common::wait_for(what, WAIT, Duration::from_millis(100), check).await
 }
 
 /// Live (not terminating) pods of the cluster with their node type and phase.
@@ -218,18 +135,8 @@ fn sample(ns: &str) -> RayCluster {
     cluster
 }
 
-async fn install_crds(client: &Client) {
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(client.clone());
-    for crd in ray_api::crds::all_crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
-}
-
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kuberay-e2e-{}-{}", std::process::id(), free_port()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::temp_dir("raycluster")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

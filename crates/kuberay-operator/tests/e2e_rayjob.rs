@@ -5,94 +5,38 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
 use kube::api::{Api, PostParams};
-use kube::{Client, ResourceExt};
 use kube_sim::ray::{HollowRay, HollowRayOptions};
 use ray_api::{RayCluster, RayJob};
 use serde_json::Value;
 
+mod common;
+use common::{Operator, free_port, install_crds};
+
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(90);
 
-struct Operator {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() || std::env::var_os("E2E_OPERATOR_LOG").is_some() {
-            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(80).collect();
-            eprintln!("---- operator log (last 80 lines) ----");
-            for line in tail.into_iter().rev() {
-                eprintln!("{line}");
-            }
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_operator(dir: &Path, kubeconfig: &Path) -> Operator {
-    let log = dir.join("operator.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
-    command
-        .args([
-            "--metrics-addr",
-            &format!("127.0.0.1:{}", free_port()),
-            "--health-probe-bind-address",
-            &format!("127.0.0.1:{}", free_port()),
-            "--leader-election-namespace",
-            NS,
-            "--log-stdout-encoder",
-            "json",
-            "--use-kubernetes-proxy",
-        ])
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "info,ray_reconcile=debug")
-        .stdout(Stdio::from(out.try_clone().unwrap()))
-        .stderr(Stdio::from(out));
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k.starts_with("RAYJOB_")) {
-        command.env_remove(key);
-    }
-    Operator {
-        child: command.spawn().unwrap(),
-        log,
-    }
+    Operator::start(
+        dir,
+        kubeconfig,
+        NS,
+        free_port(),
+        free_port(),
+        &["--use-kubernetes-proxy"],
+    )
 }
 
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let polled = tokio::time::timeout(WAIT, async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await;
-    match polled {
-        Ok(v) => v,
-        Err(_) => panic!("timed out after {WAIT:?} waiting for {what}"),
-    }
+    common::wait_for(what, WAIT, Duration::from_millis(200), check).await
 }
 
 fn sample() -> RayJob {
@@ -106,14 +50,6 @@ fn sample() -> RayJob {
     job
 }
 
-async fn install_crds(client: &Client) {
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(client.clone());
-    for crd in ray_api::crds::all_crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rayjob_sample_completes() {
     let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
@@ -123,8 +59,7 @@ async fn rayjob_sample_completes() {
     let client = sim.client();
     install_crds(&client).await;
 
-    let dir = std::env::temp_dir().join(format!("kuberay-e2e-rayjob-{}-{}", std::process::id(), free_port()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("rayjob");
     let kubeconfig = dir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).unwrap();
     let _operator = start_operator(&dir, &kubeconfig);
