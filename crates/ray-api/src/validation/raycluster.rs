@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar};
+use k8s_openapi::api::core::v1::{Container, EnvVar, VolumeMount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::k8s;
@@ -900,14 +900,8 @@ const TLS_FORBIDDEN_ENV: [&str; 4] = [
 ];
 
 /// `validateNoConflictingTLSVolumeMount`.
-fn tls_mounts(container: &Container, location: &str, path: &str) -> ValidationResult {
-    for (i, m) in container
-        .volume_mounts
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
+fn tls_mounts(mounts: Option<&[VolumeMount]>, location: &str, path: &str) -> ValidationResult {
+    for (i, m) in mounts.unwrap_or_default().iter().enumerate() {
         if m.name == RAY_TLS_VOLUME_NAME {
             return Err(ValidationError::new(
                 format!("{path}.volumeMounts[{i}].name"),
@@ -945,7 +939,7 @@ fn tls(spec: &RayClusterSpec, base: &str) -> ValidationResult {
                 ),
             ));
         }
-        tls_mounts(head, "head Pod", &path)?;
+        tls_mounts(head.volume_mounts.as_deref(), "head Pod", &path)?;
     }
     for (i, group) in spec
         .worker_group_specs
@@ -965,7 +959,11 @@ fn tls(spec: &RayClusterSpec, base: &str) -> ValidationResult {
                     ),
                 ));
             }
-            tls_mounts(worker, &format!("worker group {quoted}"), &path)?;
+            tls_mounts(
+                worker.volume_mounts.as_deref(),
+                &format!("worker group {quoted}"),
+                &path,
+            )?;
         }
     }
     if let Some(autoscaler) = spec.autoscaler_options.as_ref() {
@@ -981,32 +979,11 @@ fn tls(spec: &RayClusterSpec, base: &str) -> ValidationResult {
                 ),
             ));
         }
-        for (i, m) in autoscaler
-            .volume_mounts
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            if m.name == RAY_TLS_VOLUME_NAME {
-                return Err(ValidationError::new(
-                    format!("{path}.volumeMounts[{i}].name"),
-                    format!(
-                        "cannot use volume mount named {} in autoscalerOptions.volumeMounts when tlsOptions is set - the operator manages TLS configuration automatically",
-                        k8s::go_quote(RAY_TLS_VOLUME_NAME)
-                    ),
-                ));
-            }
-            if m.mount_path == RAY_TLS_CERT_MOUNT_PATH {
-                return Err(ValidationError::new(
-                    format!("{path}.volumeMounts[{i}].mountPath"),
-                    format!(
-                        "cannot use volume mount at path {} in autoscalerOptions.volumeMounts when tlsOptions is set - the operator manages TLS configuration automatically",
-                        k8s::go_quote(RAY_TLS_CERT_MOUNT_PATH)
-                    ),
-                ));
-            }
-        }
+        tls_mounts(
+            autoscaler.volume_mounts.as_deref(),
+            "autoscalerOptions.volumeMounts",
+            &path,
+        )?;
     }
     Ok(())
 }
@@ -1551,5 +1528,36 @@ mod tests {
             "networkPolicy.workerGroups[\"nope\"] does not match any group name in workerGroupSpecs"
         );
         assert_eq!(e.field, "spec.networkPolicy.workerGroups[0].groupName");
+    }
+
+    #[test]
+    fn tls_managed_volume_mounts_are_refused_with_their_path() {
+        let all = ValidationOptions::all_enabled();
+        let mut v = base();
+        v["spec"]["tlsOptions"] = json!({"enabled": true});
+        v["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "data", "mountPath": "/data"}, {"name": "ray-tls", "mountPath": "/x"}]);
+        let e = spec_err_with(v, &all);
+        assert_eq!(
+            e.message,
+            "cannot use volume mount named \"ray-tls\" in head Pod when tlsOptions is set - the operator manages TLS configuration automatically"
+        );
+        assert_eq!(
+            e.field,
+            "spec.headGroupSpec.template.spec.containers[0].volumeMounts[1].name"
+        );
+
+        let mut v = base();
+        v["spec"]["tlsOptions"] = json!({"enabled": true});
+        v["spec"]["autoscalerOptions"] =
+            json!({"volumeMounts": [{"name": "certs", "mountPath": RAY_TLS_CERT_MOUNT_PATH}]});
+        let e = spec_err_with(v, &all);
+        assert_eq!(
+            e.message,
+            format!(
+                "cannot use volume mount at path \"{RAY_TLS_CERT_MOUNT_PATH}\" in autoscalerOptions.volumeMounts when tlsOptions is set - the operator manages TLS configuration automatically"
+            )
+        );
+        assert_eq!(e.field, "spec.autoscalerOptions.volumeMounts[0].mountPath");
     }
 }
