@@ -336,3 +336,22 @@ pub const DEFAULT_SUBMITTER_CONTAINER_CPU_LIMIT: &str = "1";
 pub const DEFAULT_SUBMITTER_CONTAINER_MEMORY_LIMIT: &str = "1Gi";
 /// Oldest Ray version whose `ray job submit` accepts `--metadata-json`.
 pub const MIN_RAY_VERSION_FOR_JOB_METADATA: &str = "2.6.0";
+
+// `ray start` parameters and resource names that both the pod generator and the replica math read.
+
+/// `rayStartParams` key for the node's CPUs.
+pub const RAY_START_PARAM_NUM_CPUS: &str = "num-cpus";
+/// `rayStartParams` key for the node's memory (bytes).
+pub const RAY_START_PARAM_MEMORY: &str = "memory";
+/// `rayStartParams` key for the node's GPUs.
+pub const RAY_START_PARAM_NUM_GPUS: &str = "num-gpus";
+/// `rayStartParams` key for custom Ray resources (a JSON map).
+pub const RAY_START_PARAM_RESOURCES: &str = "resources";
+/// Container resource name of AWS Neuron cores.
+pub const NEURON_CORE_CONTAINER_RESOURCE: &str = "aws.amazon.com/neuroncore";
+/// Ray resource name Neuron cores are advertised as.
+pub const NEURON_CORE_RAY_RESOURCE: &str = "neuron_cores";
+/// Container resource name of Google TPUs.
+pub const TPU_CONTAINER_RESOURCE: &str = "google.com/tpu";
+/// Ray resource name TPUs are advertised as.
+pub const TPU_RAY_RESOURCE: &str = "TPU";

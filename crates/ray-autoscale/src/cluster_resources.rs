@@ -10,7 +10,7 @@ pub const CPU_RESOURCE: &str = "cpu";
 /// Kubernetes memory resource name.
 pub const MEMORY_RESOURCE: &str = "memory";
 /// Google TPU extended resource name.
-pub const TPU_RESOURCE: &str = "google.com/tpu";
+pub const TPU_RESOURCE: &str = ray_api::constants::TPU_CONTAINER_RESOURCE;
 /// Suffix marking a GPU resource key (`nvidia.com/gpu`, `amd.com/gpu`, ...).
 pub const GPU_RESOURCE_SUFFIX: &str = "gpu";
 /// Prefix of NVIDIA MIG resource keys (`nvidia.com/mig-<n>g.<n>gb`).

@@ -18,19 +18,19 @@ use ray_api::{HeadGroupSpec, WorkerGroupSpec};
 use std::collections::BTreeMap;
 
 /// `rayStartParams` key for the CPU count.
-pub const NUM_CPUS_PARAM: &str = "num-cpus";
+pub const NUM_CPUS_PARAM: &str = ray_api::constants::RAY_START_PARAM_NUM_CPUS;
 /// `rayStartParams` key for the GPU count.
-pub const NUM_GPUS_PARAM: &str = "num-gpus";
+pub const NUM_GPUS_PARAM: &str = ray_api::constants::RAY_START_PARAM_NUM_GPUS;
 /// `rayStartParams` key for memory in bytes.
-pub const MEMORY_PARAM: &str = "memory";
+pub const MEMORY_PARAM: &str = ray_api::constants::RAY_START_PARAM_MEMORY;
 /// `rayStartParams` key for the custom resources JSON.
-pub const RESOURCES_PARAM: &str = "resources";
+pub const RESOURCES_PARAM: &str = ray_api::constants::RAY_START_PARAM_RESOURCES;
 /// AWS Neuron core extended resource.
-pub const NEURON_CORE_RESOURCE: &str = "aws.amazon.com/neuroncore";
+pub const NEURON_CORE_RESOURCE: &str = ray_api::constants::NEURON_CORE_CONTAINER_RESOURCE;
 /// Ray's name for Neuron cores.
-pub const NEURON_CORES: &str = "neuron_cores";
+pub const NEURON_CORES: &str = ray_api::constants::NEURON_CORE_RAY_RESOURCE;
 /// Google TPU extended resource.
-pub const GOOGLE_TPU_RESOURCE: &str = "google.com/tpu";
+pub const GOOGLE_TPU_RESOURCE: &str = ray_api::constants::TPU_CONTAINER_RESOURCE;
 /// Characters stripped around the `resources` JSON before decoding.
 const RESOURCES_QUOTE_CHARS: &[char] = &['\'', '"', '`', ' '];
 

@@ -1,15 +1,15 @@
 //! Environment variable names and fixed values KubeRay injects into generated containers
-//! (podgen spec §4, §8, §11; job-service spec §1.8). Podgen-only: shared names live in
-//! `ray_api::constants`.
+//! (podgen spec §4, §8, §11; job-service spec §1.8). Names that validation or other crates also read are
+//! defined once in `ray_api::constants` and aliased here.
 
 /// FQDN of the head service (workers and init containers).
-pub const FQ_RAY_IP: &str = "FQ_RAY_IP";
+pub const FQ_RAY_IP: &str = ray_api::constants::COLLECTOR_FQ_RAY_IP_ENV;
 /// First DNS label of [`FQ_RAY_IP`] (deprecated, kept for compatibility).
 pub const RAY_IP: &str = "RAY_IP";
 /// Cluster name, from the pod's `ray.io/cluster` label.
-pub const RAY_CLUSTER_NAME: &str = "RAY_CLUSTER_NAME";
+pub const RAY_CLUSTER_NAME: &str = ray_api::constants::COLLECTOR_RAY_CLUSTER_NAME_ENV;
 /// Namespace of the pod.
-pub const RAY_CLUSTER_NAMESPACE: &str = "RAY_CLUSTER_NAMESPACE";
+pub const RAY_CLUSTER_NAMESPACE: &str = ray_api::constants::COLLECTOR_RAY_CLUSTER_NAMESPACE_ENV;
 /// Pod name (autoscaler v2 instance id).
 pub const RAY_CLOUD_INSTANCE_ID: &str = "RAY_CLOUD_INSTANCE_ID";
 /// Group name, from the pod's `ray.io/group` label.
@@ -35,13 +35,13 @@ pub const RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE: &str = "RAY_DASHBOARD_ENABLE_K8S_
 /// Referenced (never injected) by the generated `ulimit` command.
 pub const RAY_START_ULIMIT_OPEN_FILES: &str = "RAY_START_ULIMIT_OPEN_FILES";
 /// Autoscaler v2 switch on the head Ray container.
-pub const RAY_ENABLE_AUTOSCALER_V2: &str = "RAY_enable_autoscaler_v2";
+pub const RAY_ENABLE_AUTOSCALER_V2: &str = ray_api::constants::RAY_ENABLE_AUTOSCALER_V2_ENV;
 /// Autoscaler sidecar: head pod name.
 pub const RAY_HEAD_POD_NAME: &str = "RAY_HEAD_POD_NAME";
 /// Autoscaler sidecar: CRD version.
 pub const KUBERAY_CRD_VER: &str = "KUBERAY_CRD_VER";
 /// Autoscaler sidecar: the generated start command.
-pub const KUBERAY_GEN_AUTOSCALER_START_CMD: &str = "KUBERAY_GEN_AUTOSCALER_START_CMD";
+pub const KUBERAY_GEN_AUTOSCALER_START_CMD: &str = ray_api::constants::KUBERAY_GEN_AUTOSCALER_START_CMD_ENV;
 /// GCS FT (worker): GCS reconnect timeout.
 pub const RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S: &str = "RAY_gcs_rpc_server_reconnect_timeout_s";
 /// Value of [`RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S`].
@@ -49,21 +49,21 @@ pub const DEFAULT_WORKER_GCS_RECONNECT_TIMEOUT_S: &str = "600";
 /// GCS FT (Redis): storage namespace.
 pub const RAY_EXTERNAL_STORAGE_NS: &str = "RAY_external_storage_namespace";
 /// GCS FT (Redis): address.
-pub const RAY_REDIS_ADDRESS: &str = "RAY_REDIS_ADDRESS";
+pub const RAY_REDIS_ADDRESS: &str = ray_api::constants::RAY_REDIS_ADDRESS_ENV;
 /// GCS FT (Redis): user name.
-pub const REDIS_USERNAME: &str = "REDIS_USERNAME";
+pub const REDIS_USERNAME: &str = ray_api::constants::REDIS_USERNAME_ENV;
 /// GCS FT (Redis): password.
-pub const REDIS_PASSWORD: &str = "REDIS_PASSWORD";
+pub const REDIS_PASSWORD: &str = ray_api::constants::REDIS_PASSWORD_ENV;
 /// GCS FT (embedded): storage backend.
-pub const RAY_GCS_STORAGE: &str = "RAY_gcs_storage";
+pub const RAY_GCS_STORAGE: &str = ray_api::constants::RAY_GCS_STORAGE_ENV;
 /// GCS FT (embedded): storage path.
-pub const RAY_GCS_STORAGE_PATH: &str = "RAY_gcs_storage_path";
+pub const RAY_GCS_STORAGE_PATH: &str = ray_api::constants::RAY_GCS_STORAGE_PATH_ENV;
 /// Value of [`RAY_GCS_STORAGE`] for the embedded backend.
 pub const GCS_STORAGE_ROCKSDB: &str = "rocksdb";
 /// Mount path of the embedded GCS storage.
-pub const GCS_STORAGE_MOUNT_PATH: &str = "/data/gcs";
+pub const GCS_STORAGE_MOUNT_PATH: &str = ray_api::constants::GCS_STORAGE_MOUNT_PATH;
 /// Volume name of the embedded GCS storage.
-pub const GCS_STORAGE_VOLUME_NAME: &str = "gcs-storage";
+pub const GCS_STORAGE_VOLUME_NAME: &str = ray_api::constants::GCS_STORAGE_VOLUME_NAME;
 /// Token auth: mode.
 pub const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
 /// Token auth: Kubernetes service-account token switch.

@@ -33,13 +33,13 @@ impl RayNodeType {
 }
 
 /// Param key of the CPU count.
-pub const NUM_CPUS: &str = "num-cpus";
+pub const NUM_CPUS: &str = ray_api::constants::RAY_START_PARAM_NUM_CPUS;
 /// Param key of the memory in bytes.
-pub const MEMORY: &str = "memory";
+pub const MEMORY: &str = ray_api::constants::RAY_START_PARAM_MEMORY;
 /// Param key of the GPU count.
-pub const NUM_GPUS: &str = "num-gpus";
+pub const NUM_GPUS: &str = ray_api::constants::RAY_START_PARAM_NUM_GPUS;
 /// Param key of the custom resources JSON.
-pub const RESOURCES: &str = "resources";
+pub const RESOURCES: &str = ray_api::constants::RAY_START_PARAM_RESOURCES;
 /// Param key of the Ray node labels.
 pub const LABELS: &str = "labels";
 /// Param key of the head port (also the GCS port workers connect to).
@@ -67,13 +67,13 @@ pub const DEFAULT_DASHBOARD_HOST: &str = "0.0.0.0";
 /// Flags that keep an explicit `=true` / `=false` instead of becoming bare switches.
 pub const EXPLICIT_BOOLEAN_FLAGS: [&str; 3] = ["log-color", "include-dashboard", "include-log-monitor"];
 /// Container resource of AWS Neuron cores.
-pub const NEURON_CORE_CONTAINER_RESOURCE: &str = "aws.amazon.com/neuroncore";
+pub const NEURON_CORE_CONTAINER_RESOURCE: &str = ray_api::constants::NEURON_CORE_CONTAINER_RESOURCE;
 /// Ray resource name of AWS Neuron cores.
-pub const NEURON_CORE_RAY_RESOURCE: &str = "neuron_cores";
+pub const NEURON_CORE_RAY_RESOURCE: &str = ray_api::constants::NEURON_CORE_RAY_RESOURCE;
 /// Container resource of Google TPUs.
-pub const TPU_CONTAINER_RESOURCE: &str = "google.com/tpu";
+pub const TPU_CONTAINER_RESOURCE: &str = ray_api::constants::TPU_CONTAINER_RESOURCE;
 /// Ray resource name of Google TPUs.
-pub const TPU_RAY_RESOURCE: &str = "TPU";
+pub const TPU_RAY_RESOURCE: &str = ray_api::constants::TPU_RAY_RESOURCE;
 /// Characters stripped around a user `resources` param before JSON decoding.
 const RESOURCES_QUOTE_CHARS: [char; 4] = ['\'', '"', '`', ' '];
 

@@ -8,9 +8,9 @@ pub const HEAD_POD_READY: &str = "HeadPodReady";
 /// Condition type: every pod was running and ready once.
 pub const RAY_CLUSTER_PROVISIONED: &str = "RayClusterProvisioned";
 /// Condition type: pods are being deleted for suspension.
-pub const RAY_CLUSTER_SUSPENDING: &str = "RayClusterSuspending";
+pub const RAY_CLUSTER_SUSPENDING: &str = ray_api::constants::RAY_CLUSTER_SUSPENDING_CONDITION;
 /// Condition type: the cluster is suspended.
-pub const RAY_CLUSTER_SUSPENDED: &str = "RayClusterSuspended";
+pub const RAY_CLUSTER_SUSPENDED: &str = ray_api::constants::RAY_CLUSTER_SUSPENDED_CONDITION;
 /// Condition type: a pod create/delete failed.
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 

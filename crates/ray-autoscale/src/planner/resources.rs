@@ -14,7 +14,7 @@ pub const GPU: &str = "GPU";
 /// Ray's memory resource name (bytes).
 pub const MEMORY: &str = "memory";
 /// Ray's TPU resource name.
-pub const TPU: &str = "TPU";
+pub const TPU: &str = ray_api::constants::TPU_RAY_RESOURCE;
 
 /// A set of named logical resource amounts (a node's capacity or a demand bundle).
 ///
