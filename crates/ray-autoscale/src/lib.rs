@@ -6,11 +6,13 @@
 //! [`head`], [`worker_group`] and [`multi_host`] (per-group delete/create decisions).
 //!
 //! Autoscaler side: [`planner`] turns pending resource demands and idle times into new
-//! `replicas` / `workersToDelete` values.
+//! `replicas` / `workersToDelete` values; [`idle`] turns per-iteration usage samples into the
+//! idle-since instants it needs.
 
 pub mod cluster_resources;
 pub mod from_api;
 pub mod head;
+pub mod idle;
 pub mod logical;
 pub mod multi_host;
 pub mod observed;
@@ -22,6 +24,7 @@ pub mod worker_group;
 pub use cluster_resources::{StatusResources, desired_resources, desired_status_resources, min_resources};
 pub use from_api::{apply_plan, group_replicas, planner_input};
 pub use head::{HeadPlan, head_restart_disabled, plan_head};
+pub use idle::IdleTracker;
 pub use logical::{LogicalResourceError, head_logical_resources, worker_logical_resources};
 pub use multi_host::{MultiHostOutcome, MultiHostPlan, NewReplica};
 pub use observed::{ObservedPod, PodPhase, RestartPolicy};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::HollowRayOptions;
+use super::actors::ActorTable;
 use crate::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyResponse};
 
 /// Default dashboard port (`dashboard`).
@@ -332,6 +333,8 @@ struct State {
 pub struct HollowRayHead {
     options: HollowRayOptions,
     state: Mutex<State>,
+    /// Actors and the Ray nodes they run on (`/api/hollow/...`, see [`super::actors`]).
+    pub(super) actors: Mutex<ActorTable>,
 }
 
 impl std::fmt::Debug for HollowRayHead {
@@ -400,6 +403,7 @@ impl HollowRayHead {
                 next_driver: 2,
                 ..State::default()
             }),
+            actors: Mutex::new(ActorTable::default()),
         }
     }
 
@@ -688,6 +692,7 @@ impl HollowRayHead {
         let segments: Vec<&str> = trimmed.split('/').filter(|s| !s.is_empty()).collect();
         let result: Result<ProxyResponse, RayHeadError> = match (method.clone(), segments.as_slice()) {
             (Method::GET, ["api", "gcs_healthz"]) => Ok(text(StatusCode::OK, "success")),
+            (_, ["api", "hollow", rest @ ..]) => Ok(self.handle_hollow(method, rest, body)),
             (Method::GET, ["api", "version"]) => Ok(ProxyResponse::json(&json!({
                 "version": "4",
                 "ray_version": self.options.ray_version,

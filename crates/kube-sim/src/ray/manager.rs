@@ -9,6 +9,8 @@ use http::StatusCode;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::actors::RayNode;
+use super::autoscaler::{self, HollowAutoscalerOptions, ScaleEvent, ScaleLog};
 use super::head::{HollowRayHead, text};
 use super::submitter::SubmitterHook;
 use crate::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyTarget};
@@ -38,6 +40,8 @@ pub struct HollowRayOptions {
     pub serve_deploy: Duration,
     /// The `ray_version` reported by `/api/version`.
     pub ray_version: String,
+    /// The hollow autoscaler (clusters whose head pod has the `autoscaler` sidecar).
+    pub autoscaler: HollowAutoscalerOptions,
 }
 
 impl Default for HollowRayOptions {
@@ -47,6 +51,7 @@ impl Default for HollowRayOptions {
             job_run: Duration::from_millis(500),
             serve_deploy: Duration::from_millis(500),
             ray_version: "2.52.0".into(),
+            autoscaler: HollowAutoscalerOptions::default(),
         }
     }
 }
@@ -85,21 +90,88 @@ impl Shared {
     fn reconcile(&self, namespace: &str, cluster: &str) {
         let running_pod = self.running_head_pod(namespace, cluster);
         let key = (namespace.to_string(), cluster.to_string());
-        let mut heads = self.heads.lock();
-        match running_pod {
-            Some(uid) => {
-                if heads.get(&key).is_none_or(|a| a.pod_uid != uid) {
-                    tracing::debug!(namespace, cluster, pod_uid = %uid, "hollow ray head up");
-                    let head = Arc::new(HollowRayHead::new(self.options.clone()));
-                    heads.insert(key, Active { pod_uid: uid, head });
+        let live = {
+            let mut heads = self.heads.lock();
+            match running_pod {
+                Some(uid) => {
+                    if heads.get(&key).is_none_or(|a| a.pod_uid != uid) {
+                        tracing::debug!(namespace, cluster, pod_uid = %uid, "hollow ray head up");
+                        let head = Arc::new(HollowRayHead::new(self.options.clone()));
+                        heads.insert(key.clone(), Active { pod_uid: uid, head });
+                    }
+                    heads.get(&key).map(|a| a.head.clone())
+                }
+                None => {
+                    if heads.remove(&key).is_some() {
+                        tracing::debug!(namespace, cluster, "hollow ray head down");
+                    }
+                    None
                 }
             }
-            None => {
-                if heads.remove(&key).is_some() {
-                    tracing::debug!(namespace, cluster, "hollow ray head down");
-                }
-            }
+        };
+        if let Some(head) = live {
+            head.set_ray_nodes(self.ray_nodes(namespace, cluster));
         }
+    }
+
+    /// `(namespace, cluster)` of every live head, sorted.
+    pub(super) fn live_clusters(&self) -> Vec<(String, String)> {
+        let mut v: Vec<_> = self.heads.lock().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The cluster's Ray nodes: its Running, not deleting head and worker pods, each with the logical
+    /// resources KubeRay's `ray start` flags give it (`num-cpus`, else the Ray container's CPU limit, ...; see
+    /// `ray_autoscale::logical`). A group whose resources cannot be derived contributes nodes without resources.
+    fn ray_nodes(&self, namespace: &str, cluster: &str) -> Vec<RayNode> {
+        let Ok(stored) = self.store.get(&rayclusters_gvr(), Some(namespace), cluster) else {
+            return Vec::new();
+        };
+        let spec = match serde_json::from_value::<ray_api::RayCluster>(stored.value.clone()) {
+            Ok(rc) => rc.spec,
+            Err(e) => {
+                tracing::warn!(namespace, cluster, error = %e, "hollow ray: RayCluster does not decode");
+                return Vec::new();
+            }
+        };
+        let opts = ListOptions {
+            label_selector: LabelSelector(vec![LabelRequirement::Equal(CLUSTER_LABEL.into(), cluster.into())]),
+            ..ListOptions::default()
+        };
+        let Ok(pods) = self.store.list(&Gvr::pods(), Some(namespace), &opts) else {
+            return Vec::new();
+        };
+        let resources_of = |pod: &Value| {
+            let logical = match pod["metadata"]["labels"][NODE_TYPE_LABEL].as_str() {
+                Some("head") => Some(ray_autoscale::head_logical_resources(&spec.head_group_spec)),
+                Some("worker") => {
+                    let group = pod["metadata"]["labels"][ray_api::constants::RAY_NODE_GROUP_LABEL].as_str();
+                    spec.worker_group_specs
+                        .iter()
+                        .flatten()
+                        .find(|g| Some(g.group_name.as_str()) == group)
+                        .map(ray_autoscale::worker_logical_resources)
+                }
+                _ => None,
+            }?;
+            Some(logical.unwrap_or_else(|e| {
+                tracing::warn!(namespace, cluster, error = %e, "hollow ray: no logical resources");
+                Default::default()
+            }))
+        };
+        pods.items
+            .iter()
+            .map(|p| &p.value)
+            .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
+            .filter_map(|p| {
+                Some(RayNode {
+                    name: p["metadata"]["name"].as_str()?.to_string(),
+                    is_head: p["metadata"]["labels"][NODE_TYPE_LABEL] == "head",
+                    resources: resources_of(p)?,
+                })
+            })
+            .collect()
     }
 
     /// The uid of the cluster's Running, not deleting head pod, when the RayCluster exists.
@@ -180,6 +252,10 @@ pub struct HollowRay {
     shared: Arc<Shared>,
     proxy_id: u64,
     task: tokio::task::JoinHandle<()>,
+    /// The hollow autoscaler loop, when enabled.
+    autoscaler_task: Option<tokio::task::JoinHandle<()>>,
+    /// What the hollow autoscaler patched.
+    scale_log: Arc<ScaleLog>,
 }
 
 impl std::fmt::Debug for HollowRay {
@@ -193,9 +269,11 @@ impl std::fmt::Debug for HollowRay {
 impl HollowRay {
     /// Attaches hollow Ray heads to a running simulator: registers a service-proxy backend for every Service
     /// labelled `ray.io/node-type=head`, a submitter [`crate::agents::PodExitHook`] in the simulator's
-    /// [`crate::AgentConfig::pod_hooks`], and spawns the task that watches RayClusters and head pods (it retries
-    /// until the RayCluster CRD is installed). Must be called inside a tokio runtime.
+    /// [`crate::AgentConfig::pod_hooks`], spawns the task that watches RayClusters and Ray pods (it retries
+    /// until the RayCluster CRD is installed) and, unless disabled, the hollow autoscaler's loop. Must be called
+    /// inside a tokio runtime.
     pub fn attach(handle: &SimHandle, options: HollowRayOptions) -> Self {
+        let autoscaler_options = options.autoscaler.clone();
         let shared = Arc::new(Shared {
             store: handle.store().clone(),
             options,
@@ -208,7 +286,29 @@ impl HollowRay {
             .pod_hooks
             .register(Arc::new(SubmitterHook::new(Arc::downgrade(&shared))));
         let task = tokio::spawn(run(shared.clone()));
-        Self { shared, proxy_id, task }
+        // SidecarMode submitters; the task ends by itself once the manager is dropped (it holds it weakly).
+        tokio::spawn(super::submitter::run_sidecars(Arc::downgrade(&shared)));
+        let scale_log = Arc::new(ScaleLog::default());
+        let autoscaler_task = autoscaler_options.enabled.then(|| {
+            tokio::spawn(autoscaler::run(
+                Arc::downgrade(&shared),
+                scale_log.clone(),
+                autoscaler_options,
+            ))
+        });
+        Self {
+            shared,
+            proxy_id,
+            task,
+            autoscaler_task,
+            scale_log,
+        }
+    }
+
+    /// The scale requests the hollow autoscaler patched into a RayCluster, oldest first (the last
+    /// [`super::autoscaler::SCALE_EVENT_HISTORY`] of all clusters are kept).
+    pub fn scale_events(&self, namespace: &str, cluster: &str) -> Vec<ScaleEvent> {
+        self.scale_log.of(namespace, cluster)
     }
 
     /// The live head of a RayCluster, if its head pod is Running.
@@ -218,9 +318,7 @@ impl HollowRay {
 
     /// `(namespace, cluster)` of every live head, sorted.
     pub fn clusters(&self) -> Vec<(String, String)> {
-        let mut v: Vec<_> = self.shared.heads.lock().keys().cloned().collect();
-        v.sort();
-        v
+        self.shared.live_clusters()
     }
 
     /// Waits (up to `timeout`) until a RayCluster's head is live.
@@ -246,11 +344,19 @@ impl HollowRay {
 impl Drop for HollowRay {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(t) = &self.autoscaler_task {
+            t.abort();
+        }
     }
 }
 
 fn head_selector() -> LabelSelector {
     LabelSelector(vec![LabelRequirement::Equal(NODE_TYPE_LABEL.into(), "head".into())])
+}
+
+/// Every Ray pod (head or worker): their phases decide which Ray nodes a head has.
+fn ray_pod_selector() -> LabelSelector {
+    LabelSelector(vec![LabelRequirement::Exists(NODE_TYPE_LABEL.into())])
 }
 
 /// Waits for the next event of an optional watch (forever when there is none).
@@ -266,7 +372,7 @@ async fn next_opt(w: &mut Option<crate::store::WatchReceiver>) -> Option<WatchEv
 async fn run(shared: Arc<Shared>) {
     loop {
         let pod_opts = WatchOptions {
-            label_selector: head_selector(),
+            label_selector: ray_pod_selector(),
             ..WatchOptions::default()
         };
         let mut pods = match shared.store.watch(&Gvr::pods(), None, pod_opts) {

@@ -1,14 +1,21 @@
 //! A hollow Ray head: the Ray dashboard HTTP API (jobs, serve applications, GCS health) that KubeRay's RayJob
 //! and RayService controllers talk to, served through the simulated service proxy
-//! (`/api/v1/namespaces/{ns}/services/{head-svc}:dashboard/proxy/...`).
+//! (`/api/v1/namespaces/{ns}/services/{head-svc}:dashboard/proxy/...`), plus resource demand and a hollow
+//! autoscaler for clusters with `enableInTreeAutoscaling`.
 //!
-//! - [`HollowRayHead`] is one Ray head's state (jobs, serve applications) and its HTTP API
+//! - [`HollowRayHead`] is one Ray head's state (jobs, serve applications, actors) and its HTTP API
 //!   (spec `job-service.md` §3). It implements [`crate::ProxyBackend`].
-//! - [`HollowRay`] attaches heads to a running simulator: it watches RayClusters and head pods, keeps one
+//! - [`HollowRay`] attaches heads to a running simulator: it watches RayClusters and Ray pods, keeps one
 //!   [`HollowRayHead`] per RayCluster whose head pod is Running (a new head pod starts a fresh head, as a head
-//!   restart without GCS fault tolerance would), routes every head Service (`ray.io/node-type=head`) to the head
-//!   of the cluster its selector points at, and registers a [`crate::agents::PodExitHook`] that plays the part
-//!   of a submitter pod's `ray job submit` / `ray job logs --follow` (see [`submitter`]).
+//!   restart without GCS fault tolerance would), tells each head which Ray nodes (Running head and worker pods)
+//!   it has, routes every head Service (`ray.io/node-type=head`) to the head of the cluster its selector points
+//!   at, and registers a [`crate::agents::PodExitHook`] that plays the part of a submitter pod's
+//!   `ray job submit` / `ray job logs --follow` (see [`submitter`]).
+//! - Actors ([`actors`]) are resource demand as Ray sees it: created and ended through
+//!   `/api/hollow/actors`, placed on a node with room or left pending.
+//! - The hollow autoscaler ([`autoscaler`]) plays the head pod's `autoscaler` sidecar: every
+//!   [`HollowAutoscalerOptions::interval`] it runs `ray_autoscale`'s planner over the pending actors and idle
+//!   workers and patches the RayCluster's `replicas` / `scaleStrategy.workersToDelete`.
 //!
 //! Job and application progress is computed from the clock when asked (no background tasks per job):
 //! a job is `PENDING` for [`HollowRayOptions::job_pending`], `RUNNING` for [`HollowRayOptions::job_run`] (or
@@ -16,12 +23,17 @@
 //! contains `exit N` with `N ≠ 0`. Serve applications are `DEPLOYING` for [`HollowRayOptions::serve_deploy`]
 //! after each change of their config, then `RUNNING`.
 //!
-//! This module depends on no Ray or operator crate; it only speaks JSON.
+//! Node capacities and the autoscaler's decisions come from `ray_api` / `ray_autoscale` (the same logical
+//! resources and planner the rest of the workspace uses); everything else here only speaks JSON.
 
+pub mod actors;
+pub mod autoscaler;
 mod head;
 mod manager;
 pub mod submitter;
 
+pub use actors::{ActorError, ActorInfo, ActorRequest, NodeInfo, RayNode};
+pub use autoscaler::{AutoscalerClock, HollowAutoscalerOptions, ScaleEvent};
 pub use head::{
     AppStatus, DEFAULT_DASHBOARD_PORT, DEFAULT_SERVE_PORT, DeploymentStatus, HollowRayHead, JobInfo, JobStatus,
     JobSubmitRequest, JobSubmitResponse, RayHeadError, entrypoint_exit_code, entrypoint_sleep,
