@@ -1,34 +1,165 @@
-//! End to end: KubeRay's `ray-job.sample.yaml` (K8sJobMode) through the real operator binary
-//! against an in-process kube-sim with a hollow Ray head, dashboard reached through the API
-//! server's service proxy (`--use-kubernetes-proxy`).
+//! End to end: RayJobs through the real operator binary against an in-process kube-sim with hollow
+//! Ray heads, dashboards reached through the API server's service proxy (`--use-kubernetes-proxy`).
+//! Starts from KubeRay's `ray-job.sample.yaml` (K8sJobMode) and varies it: TTL cleanup, retries,
+//! the active deadline, suspend, HTTPMode, and a transcript of the status pairs over time.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube_sim::SimHandle;
 use kube_sim::ray::{HollowRay, HollowRayOptions};
 use ray_api::{RayCluster, RayJob};
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 use common::{Operator, free_port, install_crds};
 
 const NS: &str = "default";
-const WAIT: Duration = Duration::from_secs(90);
+const WAIT: Duration = Duration::from_secs(50);
+const SAMPLE_NAME: &str = "rayjob-sample";
 
-fn start_operator(dir: &Path, kubeconfig: &Path) -> Operator {
-    Operator::start(
-        dir,
-        kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    )
+/// At most this many simulated clusters + operators run at once: the timing assertions (TTL, deadlines)
+/// need the machine not to be saturated by every test of this file starting together.
+static SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+/// One simulated cluster with hollow Ray heads and the operator running against it.
+struct Env {
+    /// Kept alive for the test's duration (dropping it stops the simulated API server).
+    _sim: SimHandle,
+    ray: HollowRay,
+    client: kube::Client,
+    metrics_port: u16,
+    _operator: Operator,
+    _slot: tokio::sync::SemaphorePermit<'static>,
+}
+
+impl Env {
+    async fn start(tag: &str, options: HollowRayOptions) -> Env {
+        let slot = SLOTS.acquire().await.unwrap();
+        let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
+            .await
+            .unwrap();
+        let ray = HollowRay::attach(&sim, options);
+        let client = sim.client();
+        install_crds(&client).await;
+        let dir = common::temp_dir(tag);
+        let kubeconfig = dir.join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).unwrap();
+        let metrics_port = free_port();
+        let operator = Operator::start(
+            &dir,
+            &kubeconfig,
+            NS,
+            metrics_port,
+            free_port(),
+            &["--use-kubernetes-proxy", "--enable-metrics"],
+        );
+        Env {
+            _sim: sim,
+            ray,
+            client,
+            metrics_port,
+            _operator: operator,
+            _slot: slot,
+        }
+    }
+
+    fn rayjobs(&self) -> Api<RayJob> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    fn clusters(&self) -> Api<RayCluster> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    async fn create(&self, job: &RayJob) {
+        self.rayjobs().create(&PostParams::default(), job).await.unwrap();
+    }
+
+    async fn get(&self, name: &str) -> RayJob {
+        self.rayjobs().get(name).await.unwrap()
+    }
+
+    /// Waits until the RayJob's `jobDeploymentStatus` is `deployment`; returns the RayJob.
+    async fn wait_deployment(&self, name: &str, deployment: &str) -> RayJob {
+        wait_for(&format!("{name} jobDeploymentStatus {deployment}"), || async {
+            let job = self.rayjobs().get(name).await.unwrap();
+            (deployment_of(&job) == deployment).then_some(job)
+        })
+        .await
+    }
+
+    async fn patch_spec(&self, name: &str, spec: Value) {
+        self.rayjobs()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&json!({ "spec": spec })))
+            .await
+            .unwrap();
+    }
+
+    /// Names of the RayClusters that exist and are not being deleted.
+    async fn live_clusters(&self) -> Vec<String> {
+        self.clusters()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .map(|c| c.name_any())
+            .collect()
+    }
+
+    async fn cluster_live(&self, name: &str) -> bool {
+        self.clusters()
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_none())
+    }
+
+    /// The operator's `/metrics` text.
+    async fn metrics(&self) -> String {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.metrics_port))
+            .await
+            .unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Reasons of the events published on the RayJob `name`.
+    async fn event_reasons(&self, name: &str) -> Vec<String> {
+        let events: Api<Event> = Api::namespaced(self.client.clone(), NS);
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter_map(|e| e.reason)
+            .collect()
+    }
 }
 
 async fn wait_for<T, F, Fut>(what: &str, check: F) -> T
@@ -36,7 +167,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    common::wait_for(what, WAIT, Duration::from_millis(200), check).await
+    common::wait_for(what, WAIT, Duration::from_millis(100), check).await
 }
 
 fn sample() -> RayJob {
@@ -50,27 +181,50 @@ fn sample() -> RayJob {
     job
 }
 
+/// The sample renamed, with `entrypoint` replaced (the hollow head reads `sleep N` / `exit N` from it).
+fn sample_named(name: &str, entrypoint: &str) -> RayJob {
+    let mut job = sample();
+    job.metadata.name = Some(name.to_owned());
+    job.spec.entrypoint = Some(entrypoint.to_owned());
+    job
+}
+
+fn deployment_of(job: &RayJob) -> String {
+    job.status
+        .as_ref()
+        .and_then(|s| s.job_deployment_status.as_ref())
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}
+
+fn job_status_of(job: &RayJob) -> String {
+    job.status
+        .as_ref()
+        .and_then(|s| s.job_status.as_ref())
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}
+
+fn reason_of(job: &RayJob) -> String {
+    job.status
+        .as_ref()
+        .and_then(|s| s.reason.as_ref())
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}
+
+fn fast_jobs() -> HollowRayOptions {
+    HollowRayOptions::default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rayjob_sample_completes() {
-    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-        .await
-        .unwrap();
-    let _ray = HollowRay::attach(&sim, HollowRayOptions::default());
-    let client = sim.client();
-    install_crds(&client).await;
-
-    let dir = common::temp_dir("rayjob");
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
-    let _operator = start_operator(&dir, &kubeconfig);
-
-    let rayjobs: Api<RayJob> = Api::namespaced(client.clone(), NS);
-    rayjobs.create(&PostParams::default(), &sample()).await.unwrap();
+    let env = Env::start("rayjob", fast_jobs()).await;
+    env.create(&sample()).await;
 
     // The RayCluster `rayjob-sample-xxxxx`, owned by the RayJob.
-    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
     let cluster = wait_for("the RayCluster", || async {
-        clusters
+        env.clusters()
             .list(&Default::default())
             .await
             .unwrap()
@@ -85,19 +239,14 @@ async fn rayjob_sample_completes() {
     assert_eq!(cluster.owner_references()[0].kind, "RayJob");
 
     // The submitter Job `rayjob-sample`.
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
     wait_for("the submitter Job", || async {
-        jobs.get_opt("rayjob-sample").await.unwrap()
+        env.jobs().get_opt(SAMPLE_NAME).await.unwrap()
     })
     .await;
 
     // SUCCEEDED / Complete.
-    let status = wait_for("jobDeploymentStatus Complete", || async {
-        let job = rayjobs.get("rayjob-sample").await.unwrap();
-        let status = job.status?;
-        (status.job_deployment_status.as_ref().map(|s| s.to_string()).as_deref() == Some("Complete")).then_some(status)
-    })
-    .await;
+    let job = env.wait_deployment(SAMPLE_NAME, "Complete").await;
+    let status = job.status.unwrap();
     assert_eq!(status.job_status.map(|s| s.to_string()).as_deref(), Some("SUCCEEDED"));
     assert_eq!(status.ray_cluster_name.as_deref(), Some(name.as_str()));
     assert_eq!(
@@ -107,5 +256,487 @@ async fn rayjob_sample_completes() {
     assert_eq!(status.succeeded, Some(1));
     assert!(status.end_time.is_some());
     // shutdownAfterJobFinishes defaults to false: the cluster stays.
-    assert!(clusters.get_opt(&name).await.unwrap().is_some());
+    assert!(env.clusters().get_opt(&name).await.unwrap().is_some());
+
+    // The RayJob-owned head service points at the cluster's head.
+    let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
+    let service = services.get("rayjob-sample-head-svc").await.unwrap();
+    let selector = service.spec.unwrap().selector.unwrap();
+    assert_eq!(selector["ray.io/cluster"], name);
+    assert_eq!(service.metadata.labels.unwrap()["ray.io/originated-from-crd"], "RayJob");
+
+    // KubeRay's events on the RayJob.
+    let reasons = wait_for("the RayJob events", || async {
+        let reasons = env.event_reasons(SAMPLE_NAME).await;
+        (reasons.iter().any(|r| r == "CreatedRayCluster") && reasons.iter().any(|r| r == "CreatedRayJobSubmitter"))
+            .then_some(reasons)
+    })
+    .await;
+    assert!(!reasons.iter().any(|r| r.starts_with("Failed")), "{reasons:?}");
+}
+
+/// 1. `shutdownAfterJobFinishes: true`, `ttlSecondsAfterFinished: 5`: Complete, then the cluster is
+/// deleted once `endTime + 5 s` has passed, not before; the submitter Job is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl_after_finished_deletes_the_cluster() {
+    let env = Env::start("rayjob-ttl", fast_jobs()).await;
+    let mut job = sample();
+    job.spec.shutdown_after_job_finishes = Some(true);
+    job.spec.ttl_seconds_after_finished = Some(5);
+    env.create(&job).await;
+
+    let done = env.wait_deployment(SAMPLE_NAME, "Complete").await;
+    let status = done.status.unwrap();
+    let cluster = status.ray_cluster_name.clone().unwrap();
+    let end: Timestamp = status.end_time.unwrap().0;
+    let deadline = end + Duration::from_secs(5);
+
+    // Until the deadline (minus a margin for clock reads) the cluster stays.
+    loop {
+        let now = Timestamp::now();
+        if now + Duration::from_millis(300) >= deadline {
+            break;
+        }
+        assert!(
+            env.cluster_live(&cluster).await,
+            "cluster deleted at {now}, before {deadline}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_for("the cluster's deletion", || async {
+        (!env.cluster_live(&cluster).await).then_some(())
+    })
+    .await;
+    let deleted_at = Timestamp::now();
+    assert!(deleted_at >= deadline, "deleted at {deleted_at}, deadline {deadline}");
+    assert!(
+        env.jobs().get_opt(SAMPLE_NAME).await.unwrap().is_some(),
+        "submitter Job kept for its logs"
+    );
+    assert_eq!(deployment_of(&env.get(SAMPLE_NAME).await), "Complete");
+    wait_for("the DeletedRayCluster event", || async {
+        env.event_reasons(SAMPLE_NAME)
+            .await
+            .iter()
+            .any(|r| r == "DeletedRayCluster")
+            .then_some(())
+    })
+    .await;
+}
+
+/// 2. A failing entrypoint with `backoffLimit: 2`: three attempts, each on a new cluster, then
+/// Failed with reason `AppFailed`; `failed` = 3, `succeeded` = 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_entrypoint_retries_then_fails() {
+    let env = Env::start("rayjob-retry", fast_jobs()).await;
+    let name = "rayjob-fail";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py; exit 1");
+    job.spec.backoff_limit = Some(2);
+    env.create(&job).await;
+
+    // Record every cluster the RayJob uses while waiting for the final Failed.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let failed = wait_for("Failed after the retries", || {
+        let rayjobs = env.rayjobs();
+        let seen = seen.clone();
+        async move {
+            let job = rayjobs.get(name).await.unwrap();
+            if let Some(c) = job.status.as_ref().and_then(|s| s.ray_cluster_name.clone()) {
+                let mut seen = seen.lock().unwrap();
+                if !seen.contains(&c) {
+                    seen.push(c);
+                }
+            }
+            (deployment_of(&job) == "Failed").then_some(job)
+        }
+    })
+    .await;
+    let clusters = seen.lock().unwrap().clone();
+    let status = failed.status.clone().unwrap();
+    assert_eq!(reason_of(&failed), "AppFailed");
+    assert_eq!(job_status_of(&failed), "FAILED");
+    assert_eq!(status.failed, Some(3));
+    assert_eq!(status.succeeded, Some(0));
+    assert_eq!(clusters.len(), 3, "one new cluster per attempt: {clusters:?}");
+    let unique: std::collections::BTreeSet<_> = clusters.iter().collect();
+    assert_eq!(unique.len(), 3, "{clusters:?}");
+    // Failed is final: nothing more happens.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let later = env.get(name).await;
+    assert_eq!(deployment_of(&later), "Failed");
+    assert_eq!(later.status.unwrap().failed, Some(3));
+}
+
+/// 3. `activeDeadlineSeconds` exceeded while the Ray job runs: Failed / `DeadlineExceeded`, with
+/// KubeRay's message, and no retry even with a backoff limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn active_deadline_fails_the_job() {
+    let env = Env::start("rayjob-deadline", fast_jobs()).await;
+    let name = "rayjob-deadline";
+    let mut job = sample_named(name, "python -c 'import time' && sleep 60");
+    job.spec.active_deadline_seconds = Some(6);
+    job.spec.backoff_limit = Some(1);
+    env.create(&job).await;
+
+    env.wait_deployment(name, "Running").await;
+    let failed = env.wait_deployment(name, "Failed").await;
+    assert_eq!(reason_of(&failed), "DeadlineExceeded");
+    let status = failed.status.unwrap();
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.starts_with("The RayJob has passed the activeDeadlineSeconds. StartTime: ")
+            && message.ends_with(". ActiveDeadlineSeconds: 6"),
+        "{message}"
+    );
+    let start = status.start_time.unwrap().0;
+    let end = status.end_time.unwrap().0;
+    assert!(
+        end >= start + Duration::from_secs(6),
+        "failed at {end}, started {start}"
+    );
+    assert_eq!(status.failed, Some(1));
+}
+
+/// 4. `suspend: true` at creation: Suspended without a cluster; resumed it runs to Complete.
+/// Suspending a Running job deletes its cluster and submitter and ends Suspended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspend_and_resume() {
+    let env = Env::start("rayjob-suspend", fast_jobs()).await;
+    let mut job = sample();
+    job.spec.suspend = Some(true);
+    job.spec.shutdown_after_job_finishes = Some(true);
+    env.create(&job).await;
+
+    let suspended = env.wait_deployment(SAMPLE_NAME, "Suspended").await;
+    assert_eq!(suspended.status.unwrap().ray_cluster_name, None);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(env.live_clusters().await.is_empty(), "no cluster while suspended");
+    assert_eq!(deployment_of(&env.get(SAMPLE_NAME).await), "Suspended");
+
+    env.patch_spec(SAMPLE_NAME, json!({ "suspend": false })).await;
+    let done = env.wait_deployment(SAMPLE_NAME, "Complete").await;
+    assert_eq!(job_status_of(&done), "SUCCEEDED");
+
+    // Suspend while Running.
+    let name = "rayjob-long";
+    let mut long = sample_named(name, "python /home/ray/samples/sample_code.py && sleep 60");
+    long.spec.shutdown_after_job_finishes = Some(true);
+    env.create(&long).await;
+    let running = wait_for("the long job RUNNING", || async {
+        let job = env.get(name).await;
+        (job_status_of(&job) == "RUNNING").then_some(job)
+    })
+    .await;
+    let cluster = running.status.unwrap().ray_cluster_name.unwrap();
+    assert!(env.cluster_live(&cluster).await);
+    env.patch_spec(name, json!({ "suspend": true })).await;
+    let suspended = env.wait_deployment(name, "Suspended").await;
+    let status = suspended.status.unwrap();
+    assert_eq!(status.ray_cluster_name, None);
+    assert_eq!(status.job_id, None);
+    assert!(
+        env.clusters().get_opt(&cluster).await.unwrap().is_none(),
+        "cluster deleted"
+    );
+    assert!(
+        env.jobs().get_opt(name).await.unwrap().is_none(),
+        "submitter Job deleted"
+    );
+}
+
+/// 5. HTTPMode: the operator submits the job through the dashboard; no submitter Job exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_submits_through_the_dashboard() {
+    let env = Env::start("rayjob-http", fast_jobs()).await;
+    let name = "rayjob-http";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.submission_mode = Some(ray_api::JobSubmissionMode::HttpMode);
+    env.create(&job).await;
+
+    let done = env.wait_deployment(name, "Complete").await;
+    assert_eq!(job_status_of(&done), "SUCCEEDED");
+    let status = done.status.unwrap();
+    assert_eq!(status.succeeded, Some(1));
+    assert!(env.jobs().get_opt(name).await.unwrap().is_none(), "no submitter Job");
+
+    // The hollow head got the job under the RayJob's id, with the spec's entrypoint and runtime env.
+    let cluster = status.ray_cluster_name.unwrap();
+    let head = env.ray.head(NS, &cluster).expect("the cluster's head is up");
+    let job_id = status.job_id.unwrap();
+    let info = head.job(&job_id).expect("the job was submitted under status.jobId");
+    assert_eq!(info.entrypoint, "python /home/ray/samples/sample_code.py");
+    assert_eq!(info.runtime_env["env_vars"]["counter_name"], "test_counter");
+    assert_eq!(info.runtime_env["pip"], json!(["requests==2.26.0", "pendulum==2.1.2"]));
+
+    // The kuberay_job_* metrics (--enable-metrics).
+    let uid = done.metadata.uid.clone().unwrap();
+    let labels = format!("name=\"{name}\",namespace=\"{NS}\",uid=\"{uid}\"");
+    let complete = format!("kuberay_job_deployment_status{{{labels},deployment_status=\"Complete\"}} 1");
+    let metrics = wait_for("the RayJob metrics", || async {
+        let text = env.metrics().await;
+        text.contains(&complete).then_some(text)
+    })
+    .await;
+    assert!(
+        metrics.contains(&format!("kuberay_job_info{{{labels}}} 1")),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("deployment_status=\"Running\""),
+        "one status series per RayJob: {metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(
+            "kuberay_job_execution_duration_seconds_count{{{labels},job_deployment_status=\"Complete\",retry_count=\"0\"}} 1"
+        )),
+        "{metrics}"
+    );
+}
+
+/// 6. Transcript of rayjob-sample: every distinct (jobDeploymentStatus, jobStatus) pair, with the
+/// time since creation; the order must follow the spec's state machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rayjob_sample_transcript() {
+    let options = HollowRayOptions {
+        job_pending: Duration::from_millis(3500),
+        job_run: Duration::from_secs(4),
+        ..HollowRayOptions::default()
+    };
+    let env = Env::start("rayjob-transcript", options).await;
+    let created = Instant::now();
+    env.create(&sample()).await;
+
+    let mut transcript: Vec<(Duration, String, String)> = Vec::new();
+    let deadline = created + WAIT;
+    loop {
+        let job = env.get(SAMPLE_NAME).await;
+        let pair = (deployment_of(&job), job_status_of(&job));
+        if transcript.last().is_none_or(|(_, d, s)| (d, s) != (&pair.0, &pair.1)) {
+            transcript.push((created.elapsed(), pair.0.clone(), pair.1.clone()));
+        }
+        if pair.0 == "Complete" || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("rayjob-sample transcript (time since creation, jobDeploymentStatus, jobStatus):");
+    for (at, deployment, status) in &transcript {
+        eprintln!(
+            "  {:>7.3}s  {:<14} {}",
+            at.as_secs_f64(),
+            if deployment.is_empty() { "\"\"" } else { deployment },
+            if status.is_empty() { "\"\"" } else { status }
+        );
+    }
+
+    // The spec's order: New → Initializing → Running → Complete; "" → PENDING → RUNNING → SUCCEEDED.
+    let deployment_rank = |d: &str| ["", "Initializing", "Running", "Complete"].iter().position(|x| *x == d);
+    let status_rank = |s: &str| ["", "PENDING", "RUNNING", "SUCCEEDED"].iter().position(|x| *x == s);
+    let mut last = (0, 0);
+    for (_, deployment, status) in &transcript {
+        let rank = (
+            deployment_rank(deployment).unwrap_or_else(|| panic!("unexpected deployment status {deployment}")),
+            status_rank(status).unwrap_or_else(|| panic!("unexpected job status {status}")),
+        );
+        assert!(rank.0 >= last.0 && rank.1 >= last.1, "out of order: {transcript:?}");
+        // The Ray job has a status only once the RayJob is Running.
+        assert!(rank.1 == 0 || rank.0 >= 2, "job status before Running: {transcript:?}");
+        last = rank;
+    }
+    let pairs: Vec<(&str, &str)> = transcript.iter().map(|(_, d, s)| (d.as_str(), s.as_str())).collect();
+    assert_eq!(pairs.last(), Some(&("Complete", "SUCCEEDED")), "{transcript:?}");
+    for expected in [("Initializing", ""), ("Running", "RUNNING")] {
+        assert!(pairs.contains(&expected), "missing {expected:?}: {transcript:?}");
+    }
+}
+
+/// SidecarMode: the submitter runs as the `ray-job-submitter` container of the head pod; the RayJob
+/// completes once the Ray job SUCCEEDED and that container exited 0. No submitter Job exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidecar_mode_completes() {
+    let env = Env::start("rayjob-sidecar", fast_jobs()).await;
+    let name = "rayjob-sidecar";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.submission_mode = Some(ray_api::JobSubmissionMode::SidecarMode);
+    env.create(&job).await;
+
+    let done = env.wait_deployment(name, "Complete").await;
+    assert_eq!(job_status_of(&done), "SUCCEEDED");
+    assert!(env.jobs().get_opt(name).await.unwrap().is_none(), "no submitter Job");
+    let cluster = done.status.unwrap().ray_cluster_name.unwrap();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), NS);
+    let heads = pods
+        .list(&ListParams::default().labels(&format!("ray.io/cluster={cluster},ray.io/node-type=head")))
+        .await
+        .unwrap();
+    assert_eq!(heads.items.len(), 1);
+    let status = heads.items[0].status.clone().unwrap();
+    let submitter = status
+        .container_statuses
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == "ray-job-submitter")
+        .expect("the head pod has the submitter container");
+    let terminated = submitter.state.unwrap().terminated.expect("the submitter exited");
+    assert_eq!(terminated.exit_code, 0);
+    assert_eq!(status.phase.as_deref(), Some("Running"), "the head keeps running");
+}
+
+/// InteractiveMode: the RayJob waits in `Waiting` with a ready cluster until the user sets `spec.jobId`
+/// to a job they submitted; then it follows that job to Complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_mode_waits_for_the_job_id() {
+    let env = Env::start("rayjob-interactive", fast_jobs()).await;
+    let name = "rayjob-interactive";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.submission_mode = Some(ray_api::JobSubmissionMode::InteractiveMode);
+    env.create(&job).await;
+
+    let waiting = env.wait_deployment(name, "Waiting").await;
+    let status = waiting.status.unwrap();
+    assert_eq!(status.job_id, None, "no job id until the user sets one");
+    assert!(env.jobs().get_opt(name).await.unwrap().is_none(), "no submitter Job");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(deployment_of(&env.get(name).await), "Waiting");
+
+    // The user submits a job to the cluster's head and names it in the spec.
+    let cluster = status.ray_cluster_name.unwrap();
+    let head = env.ray.wait_for_head(NS, &cluster, WAIT).await.unwrap();
+    head.submit_job(kube_sim::ray::JobSubmitRequest {
+        entrypoint: "python my_script.py".to_owned(),
+        submission_id: Some("my-interactive-job".to_owned()),
+        ..Default::default()
+    })
+    .unwrap();
+    env.patch_spec(name, json!({ "jobId": "my-interactive-job" })).await;
+    let done = env.wait_deployment(name, "Complete").await;
+    assert_eq!(job_status_of(&done), "SUCCEEDED");
+    assert_eq!(done.status.unwrap().job_id.as_deref(), Some("my-interactive-job"));
+}
+
+/// `deletionStrategy.deletionRules`: `DeleteWorkers` on SUCCEEDED right away, `DeleteCluster` 4 s later.
+/// The worker groups are suspended first, then the cluster goes; the RayJob stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_rules_suspend_workers_then_delete_the_cluster() {
+    let env = Env::start("rayjob-rules", fast_jobs()).await;
+    let name = "rayjob-rules";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.deletion_strategy = Some(
+        serde_json::from_value(json!({"deletionRules": [
+            {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}},
+            {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 4}},
+        ]}))
+        .unwrap(),
+    );
+    env.create(&job).await;
+
+    let done = env.wait_deployment(name, "Complete").await;
+    let status = done.status.unwrap();
+    let cluster = status.ray_cluster_name.unwrap();
+    let end = status.end_time.unwrap().0;
+    let suspended = wait_for("the worker groups suspended", || async {
+        let c = env.clusters().get_opt(&cluster).await.unwrap()?;
+        let groups = c.spec.worker_group_specs.clone().unwrap_or_default();
+        groups.iter().all(|g| g.suspend == Some(true)).then_some(c)
+    })
+    .await;
+    assert!(
+        suspended.metadata.deletion_timestamp.is_none(),
+        "only the workers go first"
+    );
+    wait_for("the cluster's deletion", || async {
+        (!env.cluster_live(&cluster).await).then_some(())
+    })
+    .await;
+    assert!(
+        Timestamp::now() >= end + Duration::from_secs(4),
+        "cluster deleted before its rule's TTL"
+    );
+    assert!(env.rayjobs().get_opt(name).await.unwrap().is_some(), "the RayJob stays");
+    let reasons = env.event_reasons(name).await;
+    assert!(reasons.iter().any(|r| r == "UpdatedRayCluster"), "{reasons:?}");
+}
+
+/// An invalid RayJob (suspended without `shutdownAfterJobFinishes`): ValidationFailed with KubeRay's
+/// message and a Warning event `InvalidRayJobSpec`; no cluster is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_rayjob_is_reported() {
+    let env = Env::start("rayjob-invalid", fast_jobs()).await;
+    let name = "rayjob-invalid";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.suspend = Some(true);
+    env.create(&job).await;
+
+    let invalid = env.wait_deployment(name, "ValidationFailed").await;
+    assert_eq!(reason_of(&invalid), "ValidationFailed");
+    assert_eq!(
+        invalid.status.unwrap().message.as_deref(),
+        Some(
+            "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended"
+        )
+    );
+    wait_for("the InvalidRayJobSpec event", || async {
+        env.event_reasons(name)
+            .await
+            .iter()
+            .any(|r| r == "InvalidRayJobSpec")
+            .then_some(())
+    })
+    .await;
+    assert!(env.live_clusters().await.is_empty());
+}
+
+/// Deleting a RayJob whose Ray job still runs: the operator stops the job through the dashboard, then
+/// removes its finalizer; the RayJob goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_running_rayjob_stops_its_ray_job() {
+    let env = Env::start("rayjob-delete", fast_jobs()).await;
+    let name = "rayjob-delete";
+    env.create(&sample_named(
+        name,
+        "python /home/ray/samples/sample_code.py && sleep 60",
+    ))
+    .await;
+    let running = wait_for("the job RUNNING", || async {
+        let job = env.get(name).await;
+        (job_status_of(&job) == "RUNNING").then_some(job)
+    })
+    .await;
+    assert_eq!(running.finalizers(), ["ray.io/rayjob-finalizer"]);
+    let status = running.status.unwrap();
+    let head = env.ray.head(NS, &status.ray_cluster_name.unwrap()).unwrap();
+    let job_id = status.job_id.unwrap();
+
+    env.rayjobs().delete(name, &Default::default()).await.unwrap();
+    wait_for("the RayJob gone", || async {
+        env.rayjobs().get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    assert_eq!(head.job(&job_id).unwrap().status, kube_sim::ray::JobStatus::Stopped);
+}
+
+/// clusterSelector: the RayJob runs on an existing RayCluster, creates no cluster and no head service of
+/// its own, and leaves the cluster alone when done (even with `shutdownAfterJobFinishes`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_selector_uses_an_existing_cluster() {
+    let env = Env::start("rayjob-selector", fast_jobs()).await;
+    let spec = sample().spec.ray_cluster_spec.unwrap();
+    let mut existing = RayCluster::new("shared-cluster", spec);
+    existing.metadata.namespace = Some(NS.to_owned());
+    env.clusters().create(&PostParams::default(), &existing).await.unwrap();
+
+    let name = "rayjob-selector";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py");
+    job.spec.ray_cluster_spec = None;
+    job.spec.cluster_selector = Some([("ray.io/cluster".to_owned(), "shared-cluster".to_owned())].into());
+    job.spec.shutdown_after_job_finishes = Some(true);
+    env.create(&job).await;
+
+    let done = env.wait_deployment(name, "Complete").await;
+    assert_eq!(job_status_of(&done), "SUCCEEDED");
+    assert_eq!(done.status.unwrap().ray_cluster_name.as_deref(), Some("shared-cluster"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(env.live_clusters().await, ["shared-cluster"]);
+    let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
+    assert!(services.get_opt("rayjob-selector-head-svc").await.unwrap().is_none());
 }

@@ -1,6 +1,7 @@
 //! What the RayJob controller creates (job-service spec §1.5-§1.8): the RayCluster name and Ray job
 //! (submission) id, the RayCluster built from `spec.rayClusterSpec`, the `ray job submit` command
-//! line, the submitter container and the submitter batch/v1 Job of `K8sJobMode`.
+//! line, the submitter container, the submitter batch/v1 Job of `K8sJobMode` and the RayJob-owned
+//! head service `<rayjob>-head-svc`.
 //!
 //! Pure: no I/O, environment or clock; randomness only through [`SuffixSource`]. Values KubeRay
 //! reads from the RayJob's status (`status.dashboardURL`, `status.jobId`) are read from the given
@@ -18,9 +19,9 @@ use ray_api::constants::{
     DEFAULT_SUBMITTER_CONTAINER_CPU_LIMIT, DEFAULT_SUBMITTER_CONTAINER_CPU_REQUEST,
     DEFAULT_SUBMITTER_CONTAINER_MEMORY_LIMIT, DEFAULT_SUBMITTER_CONTAINER_MEMORY_REQUEST,
     DEFAULT_SUBMITTER_JOB_BACKOFF_LIMIT, DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, HEAD_GROUP_NAME,
-    KUBERNETES_CREATED_BY_LABEL, LOCAL_HOST, MIN_RAY_VERSION_FOR_JOB_METADATA, RAY_CLUSTER_LABEL, RAY_CONTAINER_INDEX,
-    RAY_JOB_SUBMISSION_MODE_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL,
-    SUBMITTER_CONTAINER_NAME,
+    KUBERNETES_CREATED_BY_LABEL, LOCAL_HOST, MIN_RAY_VERSION_FOR_JOB_METADATA, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL,
+    RAY_CONTAINER_INDEX, RAY_ID_LABEL, RAY_JOB_SUBMISSION_MODE_LABEL, RAY_NODE_TYPE_LABEL,
+    RAY_ORIGINATED_FROM_CR_NAME_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL, SUBMITTER_CONTAINER_NAME,
 };
 use ray_api::{JobSubmissionMode, RayCluster, RayClusterSpec, RayJob};
 
@@ -163,6 +164,37 @@ pub fn build_ray_cluster_for_job(
         );
     }
     Ok(cluster)
+}
+
+/// The head service a RayJob owns (`<rayjob>-head-svc`, §1.6): the cluster's head service renamed,
+/// in the RayJob's namespace, labelled `ray.io/originated-from-cr-name=<rayjob>`,
+/// `ray.io/originated-from-crd=RayJob`, `ray.io/node-type=head`, `ray.io/identifier=<rayjob>-head`,
+/// selecting the head pod of `cluster`, with a controller owner reference to the RayJob.
+pub fn build_rayjob_head_service(
+    job: &RayJob,
+    cluster: &RayCluster,
+    config: &PodGenConfig,
+) -> Result<k8s_openapi::api::core::v1::Service, PodGenError> {
+    let name = job_name(job)?;
+    let namespace = job.metadata.namespace.clone().unwrap_or_default();
+    let mut service = crate::service::build_head_service(cluster, config)?;
+    service.metadata.name = Some(crate::names::default_head_service_name(name));
+    service.metadata.namespace = Some(namespace);
+    service.metadata.labels = Some(BTreeMap::from([
+        (RAY_ORIGINATED_FROM_CR_NAME_LABEL.to_owned(), name.to_owned()),
+        (RAY_ORIGINATED_FROM_CRD_LABEL.to_owned(), CRD_KIND_RAY_JOB.to_owned()),
+        (RAY_NODE_TYPE_LABEL.to_owned(), NODE_TYPE_HEAD.to_owned()),
+        (
+            RAY_ID_LABEL.to_owned(),
+            crate::names::check_label(&crate::names::identifier(name, NODE_TYPE_HEAD)),
+        ),
+    ]));
+    service.metadata.owner_references = Some(vec![controller_reference(
+        CRD_KIND_RAY_JOB,
+        name,
+        job.metadata.uid.as_deref(),
+    )]);
+    Ok(service)
 }
 
 /// Go's `strconv.Quote`: a double-quoted string with `\"`, `\\`, the C escapes (`\a \b \f \n \r
@@ -951,6 +983,29 @@ mod tests {
         );
         assert_eq!(owner.controller, Some(true));
         assert_eq!(owner.api_version, "ray.io/v1");
+    }
+
+    /// G35 (RayJob part): the RayJob's head service is `<rayjob>-head-svc` even when the cluster's
+    /// head service has a custom name, selects the cluster's head pod and is owned by the RayJob.
+    #[test]
+    fn golden_j35_rayjob_head_service() {
+        let job = test_job();
+        let mut cluster = cluster_for(&job);
+        cluster.spec.head_group_spec.head_service =
+            Some(serde_json::from_value(serde_json::json!({"metadata": {"name": "my-head-svc"}})).unwrap());
+        let service = build_rayjob_head_service(&job, &cluster, &PodGenConfig::default()).unwrap();
+        assert_eq!(service.metadata.name.as_deref(), Some("rayjob-sample-head-svc"));
+        assert_eq!(service.metadata.namespace.as_deref(), Some("default"));
+        let labels = service.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["ray.io/originated-from-cr-name"], "rayjob-sample");
+        assert_eq!(labels["ray.io/originated-from-crd"], "RayJob");
+        assert_eq!(labels["ray.io/node-type"], "head");
+        assert_eq!(labels["ray.io/identifier"], "rayjob-sample-head");
+        let selector = service.spec.as_ref().unwrap().selector.as_ref().unwrap();
+        assert_eq!(selector["ray.io/cluster"], "rayjob-sample-b5rs7");
+        assert_eq!(selector["ray.io/node-type"], "head");
+        let owner = &service.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("RayJob", "rayjob-sample"));
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! The RayJob executor and kube-runtime controller: observes the RayCluster, the submitter Job and
-//! the dashboard, runs [`plan_ray_job`] and carries its actions out. The controller owns RayClusters
+//! The RayJob executor and kube-runtime controller: observes the RayCluster, the submitter Job, the
+//! head pod's submitter container (SidecarMode) and the dashboard, runs [`plan_ray_job`] and carries
+//! its actions out (HTTPMode submission, the RayJob-owned head service, `DeleteWorkers`, ...),
+//! publishing KubeRay's events on the RayJob and recording the `kuberay_job_*` metrics. The controller owns RayClusters
 //! and batch/v1 Jobs, so their changes (e.g. the cluster becoming `ready`) trigger the RayJob.
 //!
-//! Not yet carried out: Kubernetes events, the RayJob-owned head service
-//! ([`RayJobAction::EnsureHeadService`]), `DeleteWorkers`, HTTPMode submission, batch schedulers.
+//! Batch-scheduler cleanup is the one action not carried out: no batch scheduler is wired into the
+//! operator yet, so there is nothing to release.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -11,25 +13,35 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::Resource;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
-use ray_api::constants::{KUBERAY_CONTROLLER, RAY_JOB_STOP_JOB_FINALIZER};
-use ray_api::{RayCluster, RayJob, RayJobStatus};
+use ray_api::constants::{
+    KUBERAY_CONTROLLER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_JOB_STOP_JOB_FINALIZER, RAY_NODE_TYPE_LABEL,
+};
+use ray_api::{JobDeploymentStatus, JobSubmissionMode, RayCluster, RayJob, RayJobStatus};
 use ray_podgen::PodGenConfig;
 use ray_podgen::random::SeededSuffix;
-use ray_podgen::rayjob::{build_ray_cluster_for_job, build_submitter_job};
+use ray_podgen::rayjob::{build_ray_cluster_for_job, build_rayjob_head_service, build_submitter_job};
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
-use super::dashboard::{DashboardClient, DashboardTarget};
+use super::dashboard::{DashboardClient, DashboardTarget, job_submit_request};
+use super::events::{self, RAYJOB_CONTROLLER, reason};
+use super::metrics::RayJobMetrics;
 use super::plan::{
-    DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanConfig, RayJobPlanError, SubmitterObservation,
-    plan_ray_job,
+    DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanConfig, RayJobPlanError, SidecarObservation,
+    SidecarObservationError, SubmitterObservation, execution_duration, plan_ray_job, status_changed,
 };
-use ray_api::JobDeploymentStatus;
+use crate::events::{EventSpec, Severity, action};
+use crate::metrics::ClusterLabels;
 
 /// Field manager of the RayJob controller's writes.
 pub const FIELD_MANAGER: &str = "kuberay-operator";
@@ -49,6 +61,9 @@ pub enum RayJobError {
     /// The RayJob has no namespace.
     #[error("RayJob {0} has no namespace")]
     NoNamespace(String),
+    /// The SidecarMode head pods could not be read.
+    #[error("{0}")]
+    Sidecar(#[from] SidecarObservationError),
 }
 
 /// Settings of [`run`].
@@ -64,6 +79,8 @@ pub struct RayJobControllerConfig {
     pub watch_namespaces: Vec<String>,
     /// Maximum concurrent reconciles (0 = unbounded).
     pub concurrency: u16,
+    /// The `kuberay_job_*` metrics (`None` records nothing).
+    pub metrics: Option<Arc<RayJobMetrics>>,
 }
 
 /// Shared state of the reconciles.
@@ -72,6 +89,30 @@ pub struct RayJobContext {
     config: RayJobControllerConfig,
     dashboard: DashboardClient,
     suffixes: Mutex<SeededSuffix>,
+    recorder: Recorder,
+}
+
+impl RayJobContext {
+    /// Publishes an event on the RayJob (failures to publish are only logged).
+    async fn publish(&self, job: &RayJob, event: EventSpec) {
+        match event.severity {
+            Severity::Normal => info!(rayjob = %job.name_any(), reason = event.reason, note = %event.note, "event"),
+            Severity::Warning => warn!(rayjob = %job.name_any(), reason = event.reason, note = %event.note, "event"),
+        }
+        let ev = Event {
+            type_: match event.severity {
+                Severity::Normal => EventType::Normal,
+                Severity::Warning => EventType::Warning,
+            },
+            reason: event.reason.to_owned(),
+            note: Some(event.note),
+            action: event.action.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &job.object_ref(&())).await {
+            debug!(error = %e, "failed to publish event");
+        }
+    }
 }
 
 fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
@@ -103,6 +144,13 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         dashboard: DashboardClient::new(client.clone()),
         config: config.clone(),
         suffixes: Mutex::new(SeededSuffix::new(seed)),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: RAYJOB_CONTROLLER.to_owned(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        ),
     });
     let controllers = scopes.into_iter().map(|namespace| {
         let mut rx = rx.clone();
@@ -111,9 +159,33 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         };
         let ns = namespace.as_deref();
         info!(namespace = ns.unwrap_or("<all>"), "starting RayJob controller");
-        Controller::new(api::<RayJob>(client.clone(), ns), watcher::Config::default())
-            .owns(api::<RayCluster>(client.clone(), ns), watcher::Config::default())
-            .owns(api::<Job>(client.clone(), ns), watcher::Config::default())
+        let (reader, writer) = reflector::store();
+        let rayjobs = watcher(
+            api::<RayJob>(client.clone(), ns),
+            crate::controller::custom_resource_watch_config(),
+        )
+        .default_backoff()
+        .modify(crate::controller::strip_unread_metadata)
+        .reflect(writer)
+        .applied_objects();
+        Controller::for_stream(rayjobs, reader)
+            // Owned objects only map to their owner, so only their metadata is watched and decoded.
+            .owns_stream(
+                watcher(
+                    api::<PartialObjectMeta<RayCluster>>(client.clone(), ns),
+                    crate::controller::custom_resource_watch_config(),
+                )
+                .default_backoff()
+                .touched_objects(),
+            )
+            .owns_stream(
+                watcher(
+                    api::<PartialObjectMeta<Job>>(client.clone(), ns),
+                    watcher::Config::default(),
+                )
+                .default_backoff()
+                .touched_objects(),
+            )
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)
             .run(reconcile, error_policy, Arc::clone(&ctx))
@@ -148,6 +220,7 @@ fn status_patch(old: &RayJobStatus, new: &RayJobStatus) -> Value {
     json!({ "status": new_value })
 }
 
+#[tracing::instrument(skip_all, fields(rayjob = %job.name_any(), namespace = job.namespace().unwrap_or_default()))]
 async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, RayJobError> {
     if managed_externally(&job) {
         return Ok(Action::await_change());
@@ -158,6 +231,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &ns);
     let rayjobs: Api<RayJob> = Api::namespaced(ctx.client.clone(), &ns);
     let old = job.status.clone().unwrap_or_default();
+    let labels = job_labels(&job, &ns);
 
     let cluster_name = old.ray_cluster_name.clone().unwrap_or_default();
     let cluster = if cluster_name.is_empty() {
@@ -173,15 +247,45 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
         (Some(target), true) => ctx.dashboard.job_info(target, &job_id).await,
         _ => DashboardObservation::NotQueried,
     };
+    let sidecar = match (
+        &cluster,
+        running && job.spec.submission_mode() == JobSubmissionMode::SidecarMode,
+    ) {
+        (Some(_), true) => Some(observe_sidecar(&ctx, &job, &ns, &cluster_name).await?),
+        _ => None,
+    };
+    let now = Timestamp::now();
     let observed = RayJobObservation {
         cluster: cluster.as_ref(),
         submitter: submitter.as_ref().map(SubmitterObservation::from_job),
+        sidecar,
         dashboard,
-        now: Timestamp::now(),
+        now,
     };
-    let plan = {
+    let planned = {
         let mut suffixes = ctx.suffixes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        plan_ray_job(&job, &observed, &ctx.config.plan, &mut *suffixes)?
+        plan_ray_job(&job, &observed, &ctx.config.plan, &mut *suffixes)
+    };
+    let mut plan = match planned {
+        Ok(plan) => plan,
+        Err(e) => {
+            if let RayJobPlanError::SelectedClusterNotFound {
+                namespace,
+                name: cluster,
+            } = &e
+            {
+                ctx.publish(
+                    &job,
+                    EventSpec::warning(
+                        reason::RAY_CLUSTER_NOT_FOUND,
+                        action::CREATE,
+                        events::selected_cluster_not_found(namespace, cluster),
+                    ),
+                )
+                .await;
+            }
+            return Err(e.into());
+        }
     };
     let pp = PostParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
@@ -194,10 +298,11 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
         match action {
             RayJobAction::AddFinalizer | RayJobAction::RemoveFinalizer => {
                 let mut finalizers: Vec<String> = job.finalizers().to_vec();
-                if matches!(action, RayJobAction::AddFinalizer) {
-                    finalizers.push(RAY_JOB_STOP_JOB_FINALIZER.to_owned());
-                } else {
+                let removing = matches!(action, RayJobAction::RemoveFinalizer);
+                if removing {
                     finalizers.retain(|f| f != RAY_JOB_STOP_JOB_FINALIZER);
+                } else {
+                    finalizers.push(RAY_JOB_STOP_JOB_FINALIZER.to_owned());
                 }
                 let patch = json!({ "metadata": { "finalizers": finalizers } });
                 match rayjobs
@@ -208,6 +313,9 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                     Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
                     Err(e) => return Err(e.into()),
                 }
+                if removing && let Some(metrics) = &ctx.config.metrics {
+                    metrics.forget_job(&labels);
+                }
             }
             RayJobAction::StopJob { job_id, .. } => {
                 if let Some(target) = &target
@@ -217,21 +325,68 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                 }
             }
             RayJobAction::ValidationFailedEvent { reason, message } => {
-                warn!(rayjob = %name, %reason, %message, "invalid RayJob");
+                ctx.publish(&job, EventSpec::warning(reason, action::VALIDATE, message.clone()))
+                    .await;
             }
             RayJobAction::CreateRayCluster { name: cluster } => {
                 let object = build_ray_cluster_for_job(&job, cluster, &ctx.config.podgen)?;
                 match clusters.create(&pp, &object).await {
-                    Ok(_) => info!(rayjob = %name, "Created RayCluster {ns}/{cluster}"),
+                    Ok(_) => {
+                        let note = events::created_cluster(&ns, cluster);
+                        ctx.publish(
+                            &job,
+                            EventSpec::normal(reason::CREATED_RAY_CLUSTER, action::CREATE, note),
+                        )
+                        .await;
+                    }
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
-                    Err(e) => return Err(e.into()),
+                    Err(e) => {
+                        let note = events::failed_to_create_cluster(&ns, cluster, &e);
+                        ctx.publish(
+                            &job,
+                            EventSpec::warning(reason::FAILED_TO_CREATE_RAY_CLUSTER, action::CREATE, note),
+                        )
+                        .await;
+                        return Err(e.into());
+                    }
                 }
             }
             RayJobAction::DeleteRayCluster { name: cluster } => {
                 match clusters.delete(cluster, &DeleteParams::background()).await {
-                    Ok(_) => info!(rayjob = %name, "Deleted cluster {ns}/{cluster}"),
+                    Ok(_) => {
+                        let note = events::deleted_cluster(&ns, cluster);
+                        ctx.publish(
+                            &job,
+                            EventSpec::normal(reason::DELETED_RAY_CLUSTER, action::DELETE, note),
+                        )
+                        .await;
+                    }
                     Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => return Err(e.into()),
+                    Err(e) => {
+                        let note = events::failed_to_delete_cluster(&ns, cluster, &e);
+                        ctx.publish(
+                            &job,
+                            EventSpec::warning(reason::FAILED_TO_DELETE_RAY_CLUSTER, action::DELETE, note),
+                        )
+                        .await;
+                        return Err(e.into());
+                    }
+                }
+            }
+            RayJobAction::SuspendWorkerGroups { name: cluster_name } => {
+                if let Some(live) = cluster.as_ref() {
+                    suspend_worker_groups(&clusters, live).await?;
+                    let note = events::suspended_worker_groups(&ns, cluster_name);
+                    ctx.publish(
+                        &job,
+                        EventSpec::normal(reason::UPDATED_RAY_CLUSTER, action::UPDATE, note),
+                    )
+                    .await;
+                }
+            }
+            RayJobAction::EnsureHeadService { .. } => {
+                if let Some(live) = cluster.as_ref() {
+                    ensure_head_service(&ctx, &job, live, &pp).await?;
                 }
             }
             RayJobAction::CreateSubmitterJob => {
@@ -240,25 +395,81 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                 };
                 let object = build_submitter_job(&with_status, cluster, &ctx.config.podgen)?;
                 match jobs.create(&pp, &object).await {
-                    Ok(_) => info!(rayjob = %name, "Created Kubernetes Job {ns}/{name}"),
+                    Ok(_) => {
+                        let note = events::created_submitter(&ns, &name);
+                        ctx.publish(
+                            &job,
+                            EventSpec::normal(reason::CREATED_RAY_JOB_SUBMITTER, action::CREATE, note),
+                        )
+                        .await;
+                    }
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
-                    Err(e) => return Err(e.into()),
+                    Err(e) => {
+                        let note = events::failed_to_create_submitter(&ns, &name, &e);
+                        ctx.publish(
+                            &job,
+                            EventSpec::warning(reason::FAILED_TO_CREATE_RAY_JOB_SUBMITTER, action::CREATE, note),
+                        )
+                        .await;
+                        return Err(e.into());
+                    }
                 }
             }
             RayJobAction::DeleteSubmitterJob => match jobs.delete(&name, &DeleteParams::background()).await {
-                Ok(_) => info!(rayjob = %name, "Deleted submitter K8s Job {ns}/{name}"),
+                Ok(_) => {
+                    let note = events::deleted_submitter(&ns, &name);
+                    ctx.publish(
+                        &job,
+                        EventSpec::normal(reason::DELETED_RAY_JOB_SUBMITTER, action::DELETE, note),
+                    )
+                    .await;
+                }
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    let note = events::failed_to_delete_submitter(&ns, &name, &e);
+                    ctx.publish(
+                        &job,
+                        EventSpec::warning(reason::FAILED_TO_DELETE_RAY_JOB_SUBMITTER, action::DELETE, note),
+                    )
+                    .await;
+                    return Err(e.into());
+                }
             },
-            RayJobAction::DeleteSelf => match rayjobs.delete(&name, &DeleteParams::background()).await {
-                Ok(_) => return Ok(Action::await_change()),
-                Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
-                Err(e) => return Err(e.into()),
-            },
-            RayJobAction::EnsureHeadService { .. }
-            | RayJobAction::SuspendWorkerGroups { .. }
-            | RayJobAction::SubmitJob { .. }
-            | RayJobAction::CleanupBatchScheduler => {}
+            RayJobAction::SubmitJob { job_id, .. } => {
+                let Some(target) = &target else { continue };
+                let outcome = match job_submit_request(&with_status) {
+                    Ok(request) => ctx.dashboard.submit_job(target, &request).await,
+                    Err(e) => Err(e),
+                };
+                match outcome {
+                    Ok(id) => {
+                        info!(rayjob = %name, job_id = %id, "submitted the Ray job through the dashboard");
+                        plan.status.job_status_check_failure_start_time = None;
+                    }
+                    Err(e) => {
+                        warn!(rayjob = %name, %job_id, error = %e, "failed to submit the Ray job");
+                        if plan.status.job_status_check_failure_start_time.is_none() {
+                            plan.status.job_status_check_failure_start_time = Some(Time(now));
+                        }
+                    }
+                }
+                plan.persist = plan.persist || status_changed(&old, &plan.status);
+            }
+            RayJobAction::DeleteSelf => {
+                if let Some(metrics) = &ctx.config.metrics {
+                    metrics.forget_job(&labels);
+                }
+                match rayjobs.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => {
+                        info!(rayjob = %name, "deleted the RayJob after it finished");
+                        return Ok(Action::await_change());
+                    }
+                    Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // No batch scheduler is wired into the operator yet: nothing holds resources to release.
+            RayJobAction::CleanupBatchScheduler => {}
         }
     }
     if plan.persist {
@@ -271,8 +482,108 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),
         }
+        if let Some(metrics) = &ctx.config.metrics
+            && let Some(observation) = execution_duration(&old, &plan.status, now)
+        {
+            metrics.observe_execution(&labels, &observation);
+        }
+    }
+    if let Some(metrics) = &ctx.config.metrics
+        && job.metadata.deletion_timestamp.is_none()
+    {
+        let status = plan
+            .status
+            .job_deployment_status
+            .clone()
+            .unwrap_or(JobDeploymentStatus::New);
+        metrics.observe_job(&labels, status.as_str());
     }
     Ok(plan.requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The metric labels of a RayJob.
+fn job_labels(job: &RayJob, namespace: &str) -> ClusterLabels {
+    ClusterLabels {
+        name: job.name_any(),
+        namespace: namespace.to_owned(),
+        uid: job.uid().unwrap_or_default(),
+    }
+}
+
+/// Reads the SidecarMode submitter container from the cluster's head pod(s).
+async fn observe_sidecar(
+    ctx: &RayJobContext,
+    job: &RayJob,
+    namespace: &str,
+    cluster_name: &str,
+) -> Result<SidecarObservation, RayJobError> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let selector = format!("{RAY_CLUSTER_LABEL}={cluster_name},{RAY_NODE_TYPE_LABEL}={NODE_TYPE_HEAD}");
+    let heads = pods.list(&ListParams::default().labels(&selector)).await?;
+    let backoff_limit = job.spec.submitter_config.as_ref().and_then(|c| c.backoff_limit);
+    Ok(SidecarObservation::from_head_pods(
+        &heads.items,
+        ctx.config.podgen.feature_gates.sidecar_submitter_restart,
+        backoff_limit,
+    )?)
+}
+
+/// `DeleteWorkers`: sets `suspend: true` on every worker group of `cluster`.
+async fn suspend_worker_groups(clusters: &Api<RayCluster>, cluster: &RayCluster) -> Result<(), RayJobError> {
+    let mut updated = cluster.clone();
+    for group in updated.spec.worker_group_specs.iter_mut().flatten() {
+        group.suspend = Some(true);
+    }
+    let pp = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match clusters.replace(&cluster.name_any(), &pp, &updated).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates the RayJob-owned head service `<rayjob>-head-svc`, or points it at `cluster` when its
+/// selector still names another cluster (its ClusterIP is kept).
+async fn ensure_head_service(
+    ctx: &RayJobContext,
+    job: &RayJob,
+    cluster: &RayCluster,
+    pp: &PostParams,
+) -> Result<(), RayJobError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let services: Api<Service> = Api::namespaced(ctx.client.clone(), &namespace);
+    let desired = build_rayjob_head_service(job, cluster, &ctx.config.podgen)?;
+    let name = desired.name_any();
+    let selector = desired
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.clone())
+        .unwrap_or_default();
+    match services.get_opt(&name).await? {
+        None => match services.create(pp, &desired).await {
+            Ok(_) => info!(rayjob = %job.name_any(), service = %name, "created the RayJob head service"),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        },
+        Some(existing) => {
+            let current = existing
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .and_then(|s| s.get(RAY_CLUSTER_LABEL).cloned());
+            if current.as_ref() != selector.get(RAY_CLUSTER_LABEL) {
+                let patch = json!({ "spec": { "selector": selector } });
+                services
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                info!(rayjob = %job.name_any(), service = %name, "pointed the RayJob head service at the new cluster");
+            }
+        }
+    }
+    Ok(())
 }
 
 fn dashboard_target(ctx: &RayJobContext, cluster: &RayCluster, status: &RayJobStatus) -> DashboardTarget {

@@ -3,26 +3,32 @@
 //! Job, dashboard job info) and the current time, returning the operations to perform and the new
 //! status.
 //!
-//! Handled: `K8sJobMode` (fully), `HTTPMode` (submission through [`RayJobAction::SubmitJob`]),
-//! `InteractiveMode` (Waiting). Not yet handled: `SidecarMode` submitter-container checks (the
-//! submitter is treated as never finished), `deletionStrategy.deletionRules` (only the legacy
-//! `onSuccess`/`onFailure` policies and `shutdownAfterJobFinishes`), the RayJob-owned head service
-//! contents (only requested through [`RayJobAction::EnsureHeadService`]) and metrics.
+//! All four submission modes are handled: `K8sJobMode` (submitter Job), `HTTPMode` (submission
+//! through [`RayJobAction::SubmitJob`]), `SidecarMode` (the submitter container of the head pod,
+//! observed as a [`SidecarObservation`]) and `InteractiveMode` (Waiting). Cleanup after a finished
+//! job covers `deletionStrategy.deletionRules`, the legacy `onSuccess`/`onFailure` policies and
+//! `shutdownAfterJobFinishes`. [`execution_duration`] decides the `kuberay_job_execution_duration_seconds`
+//! observation of a pass.
 
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use ray_api::constants::{DASHBOARD_PORT_NAME, RAY_JOB_STOP_JOB_FINALIZER};
+use ray_api::constants::{
+    DASHBOARD_PORT_NAME, DEFAULT_SUBMITTER_JOB_BACKOFF_LIMIT, RAY_JOB_STOP_JOB_FINALIZER, SUBMITTER_CONTAINER_NAME,
+};
 use ray_api::validation::{
     ValidationOptions, validate_ray_job_metadata, validate_ray_job_spec, validate_ray_job_status,
 };
 use ray_api::{
-    ClusterState, DeletionPolicyType, JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode, RayCluster,
-    RayJob, RayJobStatus, RayJobStatusInfo,
+    ClusterState, DeletionPolicyType, DeletionRule, JobDeploymentStatus, JobFailedReason, JobStatus, JobSubmissionMode,
+    RayCluster, RayJob, RayJobStatus, RayJobStatusInfo,
 };
 use ray_podgen::cluster::head_service_name;
+
+use super::events::reason;
 use ray_podgen::names::fqdn;
 use ray_podgen::random::SuffixSource;
 use ray_podgen::rayjob::{initial_job_id, initial_ray_cluster_name};
@@ -43,6 +49,8 @@ pub const DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS: i64 = 300;
 pub const GRACE_PERIOD_MESSAGE: &str = "JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.";
 /// Message when the submitter finished but the Ray job is unknown to the cluster.
 pub const SUBMITTER_COMPLETED_JOB_NOT_FOUND: &str = "Submitter completed but Ray job not found in RayCluster.";
+/// Message when the head pod of a SidecarMode RayJob's cluster is gone.
+pub const SIDECAR_HEAD_POD_NOT_FOUND: &str = "Ray head pod not found.";
 
 /// Operator settings the plan reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +126,93 @@ impl SubmitterObservation {
     }
 }
 
+/// What the head pod says about the SidecarMode submitter container `ray-job-submitter`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SidecarObservation {
+    /// The cluster has no head pod: the RayJob fails with `Ray head pod not found.` (`AppFailed`).
+    HeadPodNotFound,
+    /// The head pod exists.
+    Submitter {
+        /// `state.terminated.finishedAt` of the submitter container.
+        finished_at: Option<Timestamp>,
+        /// The `SubmissionFailed` message when the submitter failed for good.
+        failure: Option<String>,
+    },
+}
+
+/// Why [`SidecarObservation::from_head_pods`] could not decide.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SidecarObservationError {
+    /// More than one pod carries the head labels of the cluster.
+    #[error("found {0} head pods for the RayCluster; expected at most one")]
+    MultipleHeadPods(usize),
+}
+
+impl SidecarObservation {
+    /// Reads the submitter container of the cluster's head pods (`checkSidecarContainerAndUpdateStatusIfNeeded`).
+    ///
+    /// `restart_gate` is the `SidecarSubmitterRestart` feature gate; `backoff_limit` is
+    /// `submitterConfig.backoffLimit` (default 2), used only with the gate on.
+    pub fn from_head_pods(
+        pods: &[Pod],
+        restart_gate: bool,
+        backoff_limit: Option<i32>,
+    ) -> Result<Self, SidecarObservationError> {
+        let pod = match pods {
+            [] => return Ok(Self::HeadPodNotFound),
+            [pod] => pod,
+            _ => return Err(SidecarObservationError::MultipleHeadPods(pods.len())),
+        };
+        let Some(container) = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|all| all.iter().find(|c| c.name == SUBMITTER_CONTAINER_NAME))
+        else {
+            return Ok(Self::Submitter {
+                finished_at: None,
+                failure: None,
+            });
+        };
+        let terminated = container.state.as_ref().and_then(|s| s.terminated.as_ref());
+        let finished_at = terminated.and_then(|t| t.finished_at.as_ref()).map(|t| t.0);
+        let failure = if restart_gate {
+            let limit = backoff_limit.unwrap_or(DEFAULT_SUBMITTER_JOB_BACKOFF_LIMIT);
+            restart_count_exceeded(container, limit).then(|| {
+                format!(
+                    "Ray head pod submitter container {SUBMITTER_CONTAINER_NAME} terminated after exceeding the maximum restart count"
+                )
+            })
+        } else {
+            terminated.filter(|t| t.exit_code != 0).map(|t| {
+                format!(
+                    "Ray head pod container {SUBMITTER_CONTAINER_NAME} terminated with exit code {}: {}",
+                    t.exit_code,
+                    t.reason.clone().unwrap_or_default()
+                )
+            })
+        };
+        Ok(Self::Submitter { finished_at, failure })
+    }
+}
+
+/// `checkIsRestartCountExceeded`: with `SidecarSubmitterRestart`, a submitter container that has
+/// restarted (`lastState.terminated`) and is not now a clean exit has failed for good once its
+/// `restartCount` reaches `limit`.
+pub fn restart_count_exceeded(container: &ContainerStatus, limit: i32) -> bool {
+    let restarted = container
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .is_some();
+    let clean_exit = container
+        .state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .is_some_and(|t| t.exit_code == 0);
+    restarted && !clean_exit && container.restart_count >= limit
+}
+
 /// The dashboard's answer to `GET /api/jobs/<id>` (only the fields the controller copies).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DashboardJobInfo {
@@ -152,6 +247,8 @@ pub struct RayJobObservation<'a> {
     pub cluster: Option<&'a RayCluster>,
     /// The submitter Job named like the RayJob, if it exists.
     pub submitter: Option<SubmitterObservation>,
+    /// The SidecarMode submitter container (observed only for a `Running` SidecarMode RayJob).
+    pub sidecar: Option<SidecarObservation>,
     /// The dashboard's job info (queried by the caller when the RayJob is `Running`).
     pub dashboard: DashboardObservation,
     /// The current time.
@@ -551,25 +648,45 @@ impl Pass<'_> {
         let mode = self.job.spec.submission_mode();
         let has_submitter = matches!(mode, JobSubmissionMode::K8sJobMode | JobSubmissionMode::SidecarMode);
         let mut finished_at = None;
-        if mode == JobSubmissionMode::K8sJobMode {
-            let Some(submitter) = self.observed.submitter.as_ref() else {
-                return Err(RayJobPlanError::SubmitterNotFound {
-                    namespace: self.namespace(),
-                    name: self.job.metadata.name.clone().unwrap_or_default(),
+        let mut failure = None;
+        match mode {
+            JobSubmissionMode::K8sJobMode => {
+                let Some(submitter) = self.observed.submitter.as_ref() else {
+                    return Err(RayJobPlanError::SubmitterNotFound {
+                        namespace: self.namespace(),
+                        name: self.job.metadata.name.clone().unwrap_or_default(),
+                    });
+                };
+                finished_at = submitter.finished_at;
+                failure = submitter.failed.as_ref().map(|(reason, message)| {
+                    format!("Job submission has failed. Reason: {reason}. Message: {message}")
                 });
-            };
-            finished_at = submitter.finished_at;
-            let mut submitter_failed = false;
-            if let Some((reason, message)) = submitter.failed.as_ref() {
-                submitter_failed = true;
+            }
+            JobSubmissionMode::SidecarMode => match self.observed.sidecar.clone() {
+                Some(SidecarObservation::HeadPodNotFound) => {
+                    self.fail(JobFailedReason::AppFailed, SIDECAR_HEAD_POD_NOT_FOUND.to_owned());
+                    return Ok(Flow::Break);
+                }
+                Some(SidecarObservation::Submitter {
+                    finished_at: at,
+                    failure: failed,
+                }) => {
+                    finished_at = at;
+                    failure = failed;
+                }
+                None => {}
+            },
+            _ => {}
+        }
+        if has_submitter {
+            let submitter_failed = failure.is_some();
+            if let Some(message) = failure {
                 if self.job_status() == JobStatus::Failed {
+                    // The Ray job itself failed: keep the dashboard's message.
                     self.set_deployment(JobDeploymentStatus::Failed);
                     self.status.reason = Some(JobFailedReason::AppFailed);
                 } else {
-                    self.fail(
-                        JobFailedReason::SubmissionFailed,
-                        format!("Job submission has failed. Reason: {reason}. Message: {message}"),
-                    );
+                    self.fail(JobFailedReason::SubmissionFailed, message);
                 }
             }
             if let Some(at) = finished_at
@@ -723,9 +840,8 @@ impl Pass<'_> {
             .as_ref()
             .filter(|_| self.config.validation.ray_job_deletion_policy);
         let policy = if let Some(strategy) = strategy {
-            if strategy.deletion_rules.is_some() {
-                // deletionRules: not yet handled.
-                return done;
+            if let Some(rules) = strategy.deletion_rules.as_ref() {
+                return self.deletion_rules(rules);
             }
             let legacy = match self.job_status() {
                 JobStatus::Succeeded => strategy.on_success.as_ref(),
@@ -776,6 +892,76 @@ impl Pass<'_> {
         done
     }
 
+    /// Whether the effect of `policy` is already in place (`isDeletionActionCompleted`).
+    fn deletion_done(&self, policy: DeletionPolicyType) -> bool {
+        let live_cluster = self
+            .observed
+            .cluster
+            .filter(|c| c.metadata.deletion_timestamp.is_none());
+        match policy {
+            DeletionPolicyType::DeleteNone => true,
+            DeletionPolicyType::DeleteSelf => false,
+            DeletionPolicyType::DeleteCluster => live_cluster.is_none(),
+            DeletionPolicyType::DeleteWorkers => live_cluster.is_none_or(|c| {
+                c.spec
+                    .worker_group_specs
+                    .iter()
+                    .flatten()
+                    .all(|g| g.suspend == Some(true))
+            }),
+        }
+    }
+
+    /// `deletionRules` mode of §1.11: among the matching rules whose `endTime + ttlSeconds` has
+    /// passed and whose effect is not in place yet, carry out only the most impactful one; requeue
+    /// for the earliest rule still in the future.
+    fn deletion_rules(&mut self, rules: &[DeletionRule]) -> Flow {
+        let job_status = self.job_status();
+        let deployment = self.deployment();
+        let end = self.status.end_time.as_ref().map_or(self.observed.now, |t| t.0);
+        let mut overdue: Option<DeletionPolicyType> = None;
+        let mut next: Option<Timestamp> = None;
+        for rule in rules {
+            let condition = &rule.condition;
+            let matched = condition.job_status.as_ref() == Some(&job_status)
+                || condition.job_deployment_status.as_ref() == Some(&deployment);
+            if !matched {
+                continue;
+            }
+            let deadline = add_secs(end, i64::from(condition.ttl_seconds.unwrap_or(0)));
+            if self.observed.now >= deadline {
+                if !self.deletion_done(rule.policy) && overdue.is_none_or(|o| impact(rule.policy) > impact(o)) {
+                    overdue = Some(rule.policy);
+                }
+            } else if next.is_none_or(|n| deadline < n) {
+                next = Some(deadline);
+            }
+        }
+        if let Some(policy) = overdue {
+            self.push_deletion(policy);
+        }
+        let requeue = match next {
+            Some(deadline) => Some(self.observed.now.duration_until(deadline).unsigned_abs() + CLEANUP_REQUEUE_SLACK),
+            // One action per pass: look again for rules that are still overdue.
+            None => overdue.map(|_| DEFAULT_REQUEUE),
+        };
+        Flow::Return {
+            requeue,
+            persist: false,
+        }
+    }
+
+    /// Pushes the action carrying out `policy`.
+    fn push_deletion(&mut self, policy: DeletionPolicyType) {
+        let name = self.cluster_name();
+        match policy {
+            DeletionPolicyType::DeleteCluster => self.actions.push(RayJobAction::DeleteRayCluster { name }),
+            DeletionPolicyType::DeleteWorkers => self.actions.push(RayJobAction::SuspendWorkerGroups { name }),
+            DeletionPolicyType::DeleteSelf => self.actions.push(RayJobAction::DeleteSelf),
+            DeletionPolicyType::DeleteNone => {}
+        }
+    }
+
     /// `checkBackoffLimitAndUpdateStatusIfNeeded`.
     fn backoff_accounting(&mut self) {
         let mut failed = self.status.failed.unwrap_or(0);
@@ -803,6 +989,44 @@ impl Pass<'_> {
         }
         self.set_deployment(JobDeploymentStatus::Retrying);
     }
+}
+
+/// How far-reaching a deletion policy is (`selectMostImpactfulRule`): `DeleteSelf` > `DeleteCluster` >
+/// `DeleteWorkers` > `DeleteNone`.
+pub fn impact(policy: DeletionPolicyType) -> u8 {
+    match policy {
+        DeletionPolicyType::DeleteSelf => 4,
+        DeletionPolicyType::DeleteCluster => 3,
+        DeletionPolicyType::DeleteWorkers => 2,
+        DeletionPolicyType::DeleteNone => 1,
+    }
+}
+
+/// One `kuberay_job_execution_duration_seconds` observation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecutionDuration {
+    /// The new `jobDeploymentStatus` (`Complete`, `Failed` or `Retrying`).
+    pub job_deployment_status: JobDeploymentStatus,
+    /// `status.failed` before the pass.
+    pub retry_count: i32,
+    /// Seconds since `status.startTime`.
+    pub seconds: f64,
+}
+
+/// `emitRayJobExecutionDuration`: a pass that moves a RayJob from a non-terminal deployment status
+/// to `Complete`, `Failed` or `Retrying` observes the time since `startTime`.
+pub fn execution_duration(old: &RayJobStatus, new: &RayJobStatus, now: Timestamp) -> Option<ExecutionDuration> {
+    let was = old.job_deployment_status.clone().unwrap_or(JobDeploymentStatus::New);
+    let is = new.job_deployment_status.clone().unwrap_or(JobDeploymentStatus::New);
+    if was.is_terminal() || !(is.is_terminal() || is == JobDeploymentStatus::Retrying) {
+        return None;
+    }
+    let start = new.start_time.as_ref().or(old.start_time.as_ref())?.0;
+    Some(ExecutionDuration {
+        job_deployment_status: is,
+        retry_count: old.failed.unwrap_or(0),
+        seconds: start.duration_until(now).as_secs_f64(),
+    })
 }
 
 /// `isJobStatusChanged` + cluster-status comparison (§1.13): whether `new` must be written.
@@ -833,13 +1057,13 @@ fn cluster_status_differs(old: &RayJobStatus, new: &RayJobStatus) -> bool {
 
 fn validation_failure(job: &RayJob, options: &ValidationOptions) -> Option<(&'static str, String)> {
     if let Err(e) = validate_ray_job_metadata(&job.metadata) {
-        return Some(("InvalidRayJobMetadata", e.message));
+        return Some((reason::INVALID_RAY_JOB_METADATA, e.message));
     }
     if let Err(e) = validate_ray_job_spec(job, options) {
-        return Some(("InvalidRayJobSpec", e.message));
+        return Some((reason::INVALID_RAY_JOB_SPEC, e.message));
     }
     if let Err(e) = validate_ray_job_status(job) {
-        return Some(("InvalidRayJobStatus", e.message));
+        return Some((reason::INVALID_RAY_JOB_STATUS, e.message));
     }
     None
 }

@@ -75,6 +75,7 @@ fn observe<'a>(
     RayJobObservation {
         cluster,
         submitter,
+        sidecar: None,
         dashboard: DashboardObservation::NotQueried,
         now,
     }
@@ -700,5 +701,345 @@ fn submitter_observation_from_job_conditions() {
     assert_eq!(
         observed.failed,
         Some(("BackoffLimitExceeded".to_owned(), "boom".to_owned()))
+    );
+}
+
+fn finished(job: RayJob, job_status: JobStatus, deployment: JobDeploymentStatus, end: i64) -> RayJob {
+    with_status(running(job), |s| {
+        s.job_deployment_status = Some(deployment);
+        s.job_status = Some(job_status);
+        s.end_time = Some(Time(t(end)));
+    })
+}
+
+fn rule(policy: DeletionPolicyType, job_status: Option<JobStatus>, ttl: i32) -> ray_api::DeletionRule {
+    ray_api::DeletionRule {
+        policy,
+        condition: ray_api::DeletionCondition {
+            job_deployment_status: job_status.is_none().then_some(JobDeploymentStatus::Failed),
+            job_status,
+            ttl_seconds: Some(ttl),
+        },
+    }
+}
+
+fn with_rules(mut job: RayJob, rules: Vec<ray_api::DeletionRule>) -> RayJob {
+    job.spec.deletion_strategy = Some(DeletionStrategy {
+        on_success: None,
+        on_failure: None,
+        deletion_rules: Some(rules),
+    });
+    job
+}
+
+fn with_worker_group(mut c: RayCluster, suspended: bool) -> RayCluster {
+    let group: ray_api::WorkerGroupSpec = serde_json::from_value(serde_json::json!({
+        "groupName": "small-group",
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.46.0"}]}},
+    }))
+    .unwrap();
+    let mut group = group;
+    group.suspend = suspended.then_some(true);
+    c.spec.worker_group_specs = Some(vec![group]);
+    c
+}
+
+/// §1.11 rules mode: only the most impactful overdue rule runs; future rules set the requeue.
+#[test]
+fn deletion_rules_most_impactful_overdue_rule_runs() {
+    let job = with_rules(
+        sample(),
+        vec![
+            rule(DeletionPolicyType::DeleteWorkers, Some(JobStatus::Succeeded), 10),
+            rule(DeletionPolicyType::DeleteCluster, Some(JobStatus::Succeeded), 20),
+            rule(DeletionPolicyType::DeleteSelf, Some(JobStatus::Succeeded), 30),
+            rule(DeletionPolicyType::DeleteSelf, Some(JobStatus::Failed), 0),
+        ],
+    );
+    let job = finished(job, JobStatus::Succeeded, JobDeploymentStatus::Complete, 100);
+    let live = with_worker_group(cluster("rayjob-sample-b5rs7", true), false);
+
+    // Before any TTL: nothing, requeue at the first deadline + 2 s.
+    let plan = run(&job, &observe(Some(&live), None, t(105)));
+    assert_eq!(plan.actions, vec![RayJobAction::CleanupBatchScheduler]);
+    assert_eq!(plan.requeue, Some(Duration::from_secs(7)));
+
+    // Workers rule overdue: suspend worker groups; next deadline is the cluster rule.
+    let plan = run(&job, &observe(Some(&live), None, t(112)));
+    assert_eq!(
+        plan.actions,
+        vec![
+            RayJobAction::CleanupBatchScheduler,
+            RayJobAction::SuspendWorkerGroups {
+                name: "rayjob-sample-b5rs7".to_owned()
+            }
+        ]
+    );
+    assert_eq!(plan.requeue, Some(Duration::from_secs(10)));
+
+    // Workers already suspended: nothing to do for that rule.
+    let suspended = with_worker_group(cluster("rayjob-sample-b5rs7", true), true);
+    let plan = run(&job, &observe(Some(&suspended), None, t(112)));
+    assert_eq!(plan.actions, vec![RayJobAction::CleanupBatchScheduler]);
+
+    // Workers and cluster overdue: only the cluster is deleted.
+    let plan = run(&job, &observe(Some(&live), None, t(125)));
+    assert_eq!(
+        plan.actions,
+        vec![
+            RayJobAction::CleanupBatchScheduler,
+            RayJobAction::DeleteRayCluster {
+                name: "rayjob-sample-b5rs7".to_owned()
+            }
+        ]
+    );
+
+    // Everything overdue, cluster gone: the RayJob deletes itself.
+    let plan = run(&job, &observe(None, None, t(131)));
+    assert_eq!(
+        plan.actions,
+        vec![RayJobAction::CleanupBatchScheduler, RayJobAction::DeleteSelf]
+    );
+}
+
+/// A `jobDeploymentStatus: Failed` rule matches a Failed RayJob whatever its Ray job status.
+#[test]
+fn deletion_rules_match_deployment_status() {
+    let job = with_rules(sample(), vec![rule(DeletionPolicyType::DeleteCluster, None, 0)]);
+    let failed = finished(job.clone(), JobStatus::Running, JobDeploymentStatus::Failed, 100);
+    let live = cluster("rayjob-sample-b5rs7", true);
+    let plan = run(&failed, &observe(Some(&live), None, t(100)));
+    assert!(plan.actions.contains(&RayJobAction::DeleteRayCluster {
+        name: "rayjob-sample-b5rs7".to_owned()
+    }));
+    let complete = finished(job, JobStatus::Succeeded, JobDeploymentStatus::Complete, 100);
+    let plan = run(&complete, &observe(Some(&live), None, t(100)));
+    assert_eq!(plan.actions, vec![RayJobAction::CleanupBatchScheduler]);
+    assert_eq!(plan.requeue, None);
+}
+
+/// G16 (plan part): every pass over a Complete or Failed RayJob asks for batch-scheduler cleanup.
+#[test]
+fn golden_g16_finished_jobs_clean_up_batch_scheduler() {
+    for (job_status, deployment) in [
+        (JobStatus::Succeeded, JobDeploymentStatus::Complete),
+        (JobStatus::Failed, JobDeploymentStatus::Failed),
+    ] {
+        let job = finished(sample(), job_status, deployment, 100);
+        let plan = run(&job, &observe(None, None, t(101)));
+        assert_eq!(plan.actions.first(), Some(&RayJobAction::CleanupBatchScheduler));
+        assert!(!plan.persist);
+    }
+}
+
+fn submitter_status(
+    restart_count: i32,
+    last_exit: Option<i32>,
+    exit: Option<i32>,
+) -> k8s_openapi::api::core::v1::ContainerStatus {
+    let terminated = |code: i32| k8s_openapi::api::core::v1::ContainerState {
+        terminated: Some(k8s_openapi::api::core::v1::ContainerStateTerminated {
+            exit_code: code,
+            reason: Some(if code == 0 { "Completed" } else { "Error" }.to_owned()),
+            finished_at: Some(Time(t(50))),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    k8s_openapi::api::core::v1::ContainerStatus {
+        name: "ray-job-submitter".to_owned(),
+        restart_count,
+        last_state: last_exit.map(terminated),
+        state: exit.map(terminated),
+        ..Default::default()
+    }
+}
+
+/// G11: `checkIsRestartCountExceeded` with limit 2.
+#[test]
+fn golden_g11_restart_count_exceeded() {
+    assert!(!restart_count_exceeded(&submitter_status(1, Some(1), None), 2));
+    assert!(restart_count_exceeded(&submitter_status(2, Some(1), None), 2));
+    assert!(!restart_count_exceeded(&submitter_status(3, Some(1), Some(0)), 2));
+    // Never restarted: not exceeded whatever the count says.
+    assert!(!restart_count_exceeded(&submitter_status(5, None, Some(1)), 2));
+}
+
+fn head_pod(status: k8s_openapi::api::core::v1::ContainerStatus) -> k8s_openapi::api::core::v1::Pod {
+    k8s_openapi::api::core::v1::Pod {
+        status: Some(k8s_openapi::api::core::v1::PodStatus {
+            container_statuses: Some(vec![status]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// SidecarMode (§1.8): no head pod → Failed/AppFailed; submitter exit ≠ 0 → SubmissionFailed with
+/// KubeRay's message; clean exit + SUCCEEDED → Complete.
+#[test]
+fn sidecar_mode_submitter_container() {
+    let mut job = running(sample());
+    job.spec.submission_mode = Some(JobSubmissionMode::SidecarMode);
+    let ready = cluster("rayjob-sample-b5rs7", true);
+
+    let none = SidecarObservation::from_head_pods(&[], false, None).unwrap();
+    assert_eq!(none, SidecarObservation::HeadPodNotFound);
+    let mut observed = observe(Some(&ready), None, t(10));
+    observed.sidecar = Some(none);
+    let plan = run(&job, &observed);
+    assert_eq!(deployment(&plan), JobDeploymentStatus::Failed);
+    assert_eq!(plan.status.reason, Some(JobFailedReason::AppFailed));
+    assert_eq!(plan.status.message.as_deref(), Some(SIDECAR_HEAD_POD_NOT_FOUND));
+
+    let failed =
+        SidecarObservation::from_head_pods(&[head_pod(submitter_status(0, None, Some(1)))], false, None).unwrap();
+    observed.sidecar = Some(failed);
+    observed.dashboard = DashboardObservation::NotFound;
+    let plan = run(&job, &observed);
+    assert_eq!(deployment(&plan), JobDeploymentStatus::Failed);
+    assert_eq!(plan.status.reason, Some(JobFailedReason::SubmissionFailed));
+    assert_eq!(
+        plan.status.message.as_deref(),
+        Some("Ray head pod container ray-job-submitter terminated with exit code 1: Error")
+    );
+
+    // Gate on: restarts below the limit are not a failure; at the limit they are.
+    let below =
+        SidecarObservation::from_head_pods(&[head_pod(submitter_status(1, Some(1), None))], true, None).unwrap();
+    assert!(matches!(below, SidecarObservation::Submitter { failure: None, .. }));
+    let at = SidecarObservation::from_head_pods(&[head_pod(submitter_status(2, Some(1), None))], true, None).unwrap();
+    assert!(matches!(at, SidecarObservation::Submitter { failure: Some(m), .. }
+        if m == "Ray head pod submitter container ray-job-submitter terminated after exceeding the maximum restart count"));
+
+    // Clean exit and SUCCEEDED: Complete.
+    let done =
+        SidecarObservation::from_head_pods(&[head_pod(submitter_status(0, None, Some(0)))], false, None).unwrap();
+    observed.sidecar = Some(done);
+    observed.dashboard = info(JobStatus::Succeeded, 1_700_000_050_000);
+    observed.now = t(55);
+    let plan = run(&job, &observed);
+    assert_eq!(deployment(&plan), JobDeploymentStatus::Complete);
+
+    // Still running: SUCCEEDED alone does not finish a SidecarMode job.
+    let running_pod =
+        SidecarObservation::from_head_pods(&[head_pod(submitter_status(0, None, None))], false, None).unwrap();
+    observed.sidecar = Some(running_pod);
+    let plan = run(&job, &observed);
+    assert_eq!(deployment(&plan), JobDeploymentStatus::Running);
+
+    let two = [
+        head_pod(submitter_status(0, None, None)),
+        head_pod(submitter_status(0, None, None)),
+    ];
+    assert!(SidecarObservation::from_head_pods(&two, false, None).is_err());
+}
+
+/// G20: execution-duration observations.
+#[test]
+fn golden_g20_execution_duration() {
+    let status = |deployment: JobDeploymentStatus, failed: i32| RayJobStatus {
+        job_deployment_status: Some(deployment),
+        start_time: Some(Time(t(0))),
+        failed: Some(failed),
+        ..RayJobStatus::default()
+    };
+    let complete = execution_duration(
+        &status(JobDeploymentStatus::Running, 0),
+        &status(JobDeploymentStatus::Complete, 0),
+        t(60),
+    )
+    .unwrap();
+    assert_eq!(complete.retry_count, 0);
+    assert!((complete.seconds - 60.0).abs() < 1e-9);
+    assert_eq!(complete.job_deployment_status, JobDeploymentStatus::Complete);
+    let failed = execution_duration(
+        &status(JobDeploymentStatus::Running, 0),
+        &status(JobDeploymentStatus::Failed, 1),
+        t(60),
+    )
+    .unwrap();
+    assert_eq!(failed.job_deployment_status, JobDeploymentStatus::Failed);
+    let retrying = execution_duration(
+        &status(JobDeploymentStatus::Running, 2),
+        &status(JobDeploymentStatus::Retrying, 3),
+        t(60),
+    )
+    .unwrap();
+    assert_eq!(retrying.retry_count, 2);
+    assert_eq!(
+        execution_duration(
+            &status(JobDeploymentStatus::Initializing, 0),
+            &status(JobDeploymentStatus::Running, 0),
+            t(60)
+        ),
+        None
+    );
+    // Already terminal: no second observation.
+    assert_eq!(
+        execution_duration(
+            &status(JobDeploymentStatus::Complete, 0),
+            &status(JobDeploymentStatus::Complete, 0),
+            t(90)
+        ),
+        None
+    );
+}
+
+/// HTTPMode and SidecarMode reach Running without a submitter Job (§1.5 Initializing rows).
+#[test]
+fn http_and_sidecar_modes_create_no_submitter_job() {
+    for mode in [JobSubmissionMode::HttpMode, JobSubmissionMode::SidecarMode] {
+        let mut job = sample();
+        job.spec.submission_mode = Some(mode);
+        let job = with_status(job, |s| {
+            s.job_deployment_status = Some(JobDeploymentStatus::Initializing);
+            s.ray_cluster_name = Some("rayjob-sample-b5rs7".to_owned());
+            s.job_id = Some("rayjob-sample-abcde".to_owned());
+            s.start_time = Some(Time(t(0)));
+        });
+        let ready = cluster("rayjob-sample-b5rs7", true);
+        let plan = run(&job, &observe(Some(&ready), None, t(1)));
+        assert_eq!(deployment(&plan), JobDeploymentStatus::Running);
+        assert!(plan.actions.is_empty(), "{:?}", plan.actions);
+    }
+}
+
+/// Running (not clusterSelector): the RayJob-owned head service is ensured every pass.
+#[test]
+fn running_ensures_rayjob_head_service() {
+    let job = running(sample());
+    let ready = cluster("rayjob-sample-b5rs7", true);
+    let mut observed = observe(Some(&ready), Some(SubmitterObservation::default()), t(5));
+    observed.dashboard = info(JobStatus::Running, 0);
+    let plan = run(&job, &observed);
+    assert_eq!(
+        plan.actions,
+        vec![RayJobAction::EnsureHeadService {
+            cluster_name: "rayjob-sample-b5rs7".to_owned()
+        }]
+    );
+}
+
+/// G34: `FetchHeadServiceURL` for `test-cluster` in `ray` whose head exposes `dashboard` on 9999;
+/// `CLUSTER_DOMAIN` replaces `cluster.local`.
+#[test]
+fn golden_g34_dashboard_url() {
+    let mut c = cluster("test-cluster", true);
+    c.metadata.namespace = Some("ray".to_owned());
+    let pod = c.spec.head_group_spec.template.spec.as_mut().unwrap();
+    for port in pod.containers[0].ports.iter_mut().flatten() {
+        if port.name.as_deref() == Some("dashboard") {
+            port.container_port = 9999;
+        }
+    }
+    assert_eq!(
+        dashboard_url(&c, "").unwrap(),
+        "test-cluster-head-svc.ray.svc.cluster.local:9999"
+    );
+    assert_eq!(
+        dashboard_url(&c, "abc.com").unwrap(),
+        "test-cluster-head-svc.ray.svc.abc.com:9999"
     );
 }
