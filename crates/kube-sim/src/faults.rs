@@ -93,7 +93,8 @@ const VERBS: &[&str] = &[
     "delete",
     "deletecollection",
 ];
-const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
+/// Verbs that change state (the scope of `conflict=`; also what the HTTP layer counts as a write).
+pub(crate) const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete", "deletecollection"];
 const CODES: &[u16] = &[409, 429, 500, 503, 504];
 
 impl FaultConfig {

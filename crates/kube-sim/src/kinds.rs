@@ -224,6 +224,18 @@ fn builtin_table() -> Vec<Builtin> {
         },
         b("", "v1", "secrets", "Secret", true, false, G::None),
         Builtin {
+            short: &["pvc"],
+            ..b(
+                "",
+                "v1",
+                "persistentvolumeclaims",
+                "PersistentVolumeClaim",
+                true,
+                true,
+                G::None,
+            )
+        },
+        Builtin {
             name_rule: NameRule::Label,
             short: &["ns"],
             ..b("", "v1", "namespaces", "Namespace", false, true, G::None)

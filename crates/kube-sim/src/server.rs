@@ -1,5 +1,6 @@
 //! Starting and controlling a simulator: [`SimServer::start`] returns a [`SimHandle`].
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -104,9 +105,7 @@ impl SimServer {
         let http = Arc::new(HttpState::new(store.clone(), &config, addr));
         let mut tasks = vec![tokio::spawn(store.clone().run_controllers())];
         tasks.push(tokio::spawn(accept_loop(listener, http.clone())));
-        if let Some(every) = config.faults.watch_drop {
-            tasks.push(tokio::spawn(watch_dropper(http.clone(), every)));
-        }
+        tasks.push(tokio::spawn(watch_dropper(http.clone())));
         if config.agents.enabled {
             tasks.extend(crate::agents::spawn(&store, &config.agents));
         }
@@ -128,12 +127,23 @@ impl SimServer {
     }
 }
 
-async fn watch_dropper(http: Arc<HttpState>, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
+/// How often the watch dropper re-reads the fault config while no `watch-drop` is configured.
+const WATCH_DROP_IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// Severs every watch each `watch-drop` interval of the *current* fault config, so faults set at runtime
+/// ([`SimHandle::set_faults`], `POST /sim/v1/faults`) drop watches too.
+async fn watch_dropper(http: Arc<HttpState>) {
     loop {
-        tick.tick().await;
-        http.sever_watches(false);
+        let every = http.faults.lock().config().watch_drop;
+        match every {
+            Some(every) => {
+                tokio::time::sleep(every).await;
+                if http.faults.lock().config().watch_drop.is_some() {
+                    http.sever_watches(false);
+                }
+            }
+            None => tokio::time::sleep(WATCH_DROP_IDLE_POLL).await,
+        }
     }
 }
 
@@ -229,6 +239,25 @@ impl SimHandle {
         *self.http.max_watch_timeout.lock() = cap;
     }
 
+    /// Errors sent by fault injection so far, by HTTP status code.
+    pub fn injected_faults(&self) -> BTreeMap<u16, u64> {
+        self.http.counters.injected_faults.lock().clone()
+    }
+
+    /// Write requests received so far by (client, plural resource); see
+    /// [`crate::http::Counters::writes_by_client`] for how a client is identified.
+    pub fn writes_by_client(&self) -> BTreeMap<(String, String), u64> {
+        self.http.counters.writes_by_client.lock().clone()
+    }
+
+    /// In-stream 410 `Expired` errors sent on watches so far.
+    pub fn expired_watches(&self) -> u64 {
+        self.http
+            .counters
+            .expired_watches
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A copy of the request log.
     pub fn request_log(&self) -> Vec<RequestLogEntry> {
         self.http.log.lock().clone()
@@ -260,5 +289,76 @@ impl SimHandle {
 impl Drop for SimHandle {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, PostParams, WatchParams};
+
+    async fn sim() -> SimHandle {
+        let agents = AgentConfig {
+            enabled: false,
+            ..AgentConfig::default()
+        };
+        SimServer::start(SimConfig {
+            agents,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    /// A client authenticating with its own bearer token, as a separate operator process would.
+    async fn client_with_token(sim: &SimHandle, token: &str) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&render_kubeconfig(sim.addr(), token)).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    fn config_map(name: &str) -> ConfigMap {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap()
+    }
+
+    #[tokio::test]
+    async fn counts_injected_faults_and_writes_per_client() {
+        let sim = sim().await;
+        sim.set_faults(FaultConfig::parse("error=1x:500@create/configmaps").unwrap());
+        let a: Api<ConfigMap> = Api::default_namespaced(client_with_token(&sim, "token-a").await);
+        let b: Api<ConfigMap> = Api::default_namespaced(client_with_token(&sim, "token-b").await);
+        let pp = PostParams::default();
+        assert!(a.create(&pp, &config_map("x")).await.is_err(), "the injected 500");
+        a.create(&pp, &config_map("x")).await.unwrap();
+        b.create(&pp, &config_map("y")).await.unwrap();
+        b.get("y").await.unwrap();
+        assert_eq!(sim.injected_faults(), BTreeMap::from([(500, 1)]));
+        let writes = |client: &str| (client.to_owned(), "configmaps".to_owned());
+        assert_eq!(
+            sim.writes_by_client(),
+            BTreeMap::from([(writes("token-a"), 2), (writes("token-b"), 1)]),
+            "failed writes count, reads do not"
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_drop_set_at_runtime_severs_watches() {
+        let sim = sim().await;
+        sim.set_faults(FaultConfig::parse("watch-drop=200ms").unwrap());
+        let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
+        let mut events = api
+            .watch(&WatchParams::default().timeout(60), "0")
+            .await
+            .unwrap()
+            .boxed();
+        let drained = tokio::time::timeout(Duration::from_secs(10), async {
+            while events.next().await.is_some() {}
+        })
+        .await;
+        assert!(drained.is_ok(), "the watch outlived the runtime watch-drop interval");
     }
 }

@@ -23,7 +23,10 @@ use ray_reconcile::metrics::ControllerMetrics;
 use ray_reconcile::podgen::PodGenSettings;
 use ray_reconcile::rayjob::RayJobPlanConfig;
 use ray_reconcile::rayjob::controller::{self as rayjob_controller, RayJobControllerConfig};
+use ray_reconcile::rayjob::metrics::RayJobMetrics;
 use ray_reconcile::rayjob::plan::{DEFAULT_TRANSITION_GRACE_PERIOD_SECONDS, status_check_timeout_from_env};
+use ray_reconcile::rayservice::RayServicePlanConfig;
+use ray_reconcile::rayservice::controller::{self as rayservice_controller, RayServiceControllerConfig};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -188,6 +191,11 @@ async fn shutdown_signal() {
     }
 }
 
+/// First wait before retrying a failed Lease request at startup.
+const LEASE_RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(200);
+/// Longest wait between Lease retries at startup.
+const LEASE_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
 async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::Result<()> {
     if flags.forced_cluster_upgrade {
         info!("--forced-cluster-upgrade is deprecated and has no effect");
@@ -197,6 +205,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
 
     let mut registry = Registry::default();
     let metrics = Arc::new(ControllerMetrics::new(&mut registry, flags.enable_metrics));
+    let job_metrics = Arc::new(RayJobMetrics::new(&mut registry, flags.enable_metrics));
     let rss = Gauge::<i64>::default();
     registry.register(
         "process_resident_memory_bytes",
@@ -271,6 +280,18 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         use_kubernetes_proxy: flags.use_kubernetes_proxy,
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
+        metrics: Some(job_metrics),
+    };
+    let service_config = RayServiceControllerConfig {
+        plan: RayServicePlanConfig {
+            enable_zero_downtime: env.get(ray_api::constants::ENABLE_ZERO_DOWNTIME).cloned(),
+            incremental_upgrade_gate: config.reconcile.gates.ray_service_incremental_upgrade,
+        },
+        podgen: config.podgen.config.clone(),
+        validation: config.reconcile.gates.validation_options(),
+        use_kubernetes_proxy: flags.use_kubernetes_proxy,
+        watch_namespaces: config.watch_namespaces.clone(),
+        concurrency,
     };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);
@@ -281,14 +302,32 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| "kuberay-operator".to_owned());
         let identity = format!("{identity}_{}", std::process::id());
-        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEADER_ELECTION_ID)
-            .with_namespace(&namespace)
-            .with_identity(&identity)
-            .with_duration(15)
-            .with_grace(5)
-            .build()
-            .await
-            .context("leader election")?;
+        // The first Lease request can fail like any other (a 500 from an overloaded API server); retry it
+        // with a capped backoff instead of exiting, as client-go's leader elector does.
+        let mut retry_in = LEASE_RETRY_MIN;
+        let manager = loop {
+            let built = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEADER_ELECTION_ID)
+                .with_namespace(&namespace)
+                .with_identity(&identity)
+                .with_duration(15)
+                .with_grace(5)
+                .build()
+                .await;
+            match built {
+                Ok(manager) => break manager,
+                Err(e) => {
+                    warn!(error = %e, retry_in = ?retry_in, "leader election: cannot read or create the Lease");
+                    tokio::select! {
+                        () = &mut signal => {
+                            let _ = stop_tx.send(true);
+                            return Ok(());
+                        }
+                        () = tokio::time::sleep(retry_in) => {}
+                    }
+                    retry_in = (retry_in * 2).min(LEASE_RETRY_MAX);
+                }
+            }
+        };
         let (mut leader, handle) = manager.watch().await;
         info!(lease = LEADER_ELECTION_ID, %namespace, %identity, "waiting for leadership");
         let acquired = tokio::select! {
@@ -314,7 +353,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
                 }
             }
         };
-        run_controllers(client, config, job_config, stop).await;
+        run_controllers(client, config, job_config, service_config, stop).await;
         drop(leader);
         if let Err(e) = handle.await {
             warn!(error = %e, "lease manager task failed");
@@ -324,18 +363,19 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
             bail!("leader election lost");
         }
     } else {
-        run_controllers(client, config, job_config, signal).await;
+        run_controllers(client, config, job_config, service_config, signal).await;
         let _ = stop_tx.send(true);
     }
     info!("operator stopped");
     Ok(())
 }
 
-/// The RayCluster and RayJob controllers side by side, both stopped by `stop`.
+/// The RayCluster, RayJob and RayService controllers side by side, all stopped by `stop`.
 async fn run_controllers(
     client: kube::Client,
     config: ControllerConfig,
     job_config: RayJobControllerConfig,
+    service_config: RayServiceControllerConfig,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let (tx, rx) = watch::channel(false);
@@ -348,7 +388,8 @@ async fn run_controllers(
     };
     tokio::join!(
         controller::run(client.clone(), config, waiter(rx.clone())),
-        rayjob_controller::run(client, job_config, waiter(rx)),
+        rayjob_controller::run(client.clone(), job_config, waiter(rx.clone())),
+        rayservice_controller::run(client, service_config, waiter(rx)),
     );
     relay.abort();
 }

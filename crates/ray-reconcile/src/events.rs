@@ -113,4 +113,16 @@ pub mod reason {
     pub const FAILED_TO_CREATE_REDIS_CLEANUP_JOB: &str = "FailedToCreateRedisCleanupJob";
     /// Finalizer force-removed after the deletion timeout.
     pub const FORCE_DELETED_STUCK_CLUSTER: &str = "ForceDeletedStuckCluster";
+    /// Dashboard Ingress created.
+    pub const CREATED_INGRESS: &str = "CreatedIngress";
+    /// Dashboard Ingress creation failed (or a foreign Ingress holds its name).
+    pub const FAILED_TO_CREATE_INGRESS: &str = "FailedToCreateIngress";
+    /// Drifted dashboard Ingress updated.
+    pub const UPDATED_INGRESS: &str = "UpdatedIngress";
+    /// Dashboard Ingress update failed.
+    pub const FAILED_TO_UPDATE_INGRESS: &str = "FailedToUpdateIngress";
+    /// GCS storage PVC created.
+    pub const CREATED_PVC: &str = "CreatedPVC";
+    /// GCS storage PVC creation failed, a user claim is missing, or the claim drifted.
+    pub const FAILED_TO_CREATE_PVC: &str = "FailedToCreatePVC";
 }

@@ -4,6 +4,7 @@
 
 use crate::config::ReconcileConfig;
 use crate::error::{ErrorMarker, PassError, ReconcileError};
+use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
 use crate::expectations::{ScaleAction, ScaleExpectations};
 use crate::index::{ClusterIndex, ClusterKey};
@@ -11,7 +12,7 @@ use crate::metrics::{ClusterLabels, ControllerMetrics};
 use crate::observed::{ObservedState, PodInfo, ServiceInfo};
 use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
 use crate::podgen::{self, PodGenSettings};
-use crate::{conditions, gcs_ft, status};
+use crate::{children, conditions, gcs_ft, status};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -47,6 +48,8 @@ pub struct Context {
     pub expectations: ScaleExpectations,
     /// Event recorder (`raycluster-controller`).
     pub recorder: Recorder,
+    /// Per-cluster event budget (client-go's spam filter), applied before the recorder.
+    pub event_filter: EventSpamFilter,
     /// Metrics.
     pub metrics: Arc<ControllerMetrics>,
     /// Consecutive failures per cluster, for the error backoff.
@@ -67,6 +70,7 @@ impl Context {
         };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
+            event_filter: EventSpamFilter::default(),
             client,
             config,
             podgen,
@@ -100,6 +104,7 @@ impl Context {
         let key = cluster_key(cluster);
         self.expectations.forget_cluster(&key.namespace, &key.name);
         self.reset_backoff(&key);
+        self.event_filter.forget(&event_budget_key(&key));
         self.metrics.forget_cluster(&cluster_labels(cluster));
     }
 
@@ -107,6 +112,13 @@ impl Context {
         match event.severity {
             Severity::Normal => info!(reason = event.reason, note = %event.note, "event"),
             Severity::Warning => warn!(reason = event.reason, note = %event.note, "event"),
+        }
+        if !self
+            .event_filter
+            .allow(&event_budget_key(&cluster_key(cluster)), Instant::now())
+        {
+            debug!(reason = event.reason, "event budget spent; not sent to the API server");
+            return;
         }
         let ev = Event {
             type_: match event.severity {
@@ -126,7 +138,6 @@ impl Context {
     fn observe(&self, cluster: &RayCluster, now: Instant) -> ObservedState {
         let key = cluster_key(cluster);
         let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
-        let pods = self.pods.cluster(&key);
         let mut unsatisfied = std::collections::HashSet::new();
         let groups = std::iter::once(plan::HEAD_GROUP_KEY.to_owned()).chain(
             cluster
@@ -145,6 +156,10 @@ impl Context {
                 unsatisfied.insert(group);
             }
         }
+        // Snapshot the pods only after the expectations were checked: a pod that reached the index
+        // between an earlier snapshot and the check would satisfy its create expectation while missing
+        // from the snapshot, and the plan would create it a second time.
+        let pods = self.pods.cluster(&key);
         ObservedState {
             pods,
             head_services: self
@@ -183,7 +198,7 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_not_found())
 }
 
-fn is_already_exists(e: &kube::Error) -> bool {
+pub(crate) fn is_already_exists(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_already_exists())
 }
 
@@ -202,6 +217,11 @@ pub async fn reconcile(cluster: Arc<RayCluster>, ctx: Arc<Context>) -> Result<Ac
     };
     ctx.metrics.observe_reconcile(label, started.elapsed().as_secs_f64());
     result
+}
+
+/// The spam-filter key of a cluster's events.
+fn event_budget_key(key: &ClusterKey) -> String {
+    format!("{}/{}", key.namespace, key.name)
 }
 
 /// What the controller does after a failed pass.
@@ -238,17 +258,7 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         return Ok(await_change);
     }
 
-    let mut pass_error: Option<PassError> = None;
-    if cluster.spec.enable_in_tree_autoscaling == Some(true)
-        && let Err(e) = ensure_autoscaler_rbac(cluster, ctx).await
-    {
-        pass_error = Some(e);
-    }
-    if pass_error.is_none()
-        && let Err(e) = ensure_head_service(cluster, ctx).await
-    {
-        pass_error = Some(e);
-    }
+    let mut pass_error = reconcile_children(cluster, ctx).await.err();
     if pass_error.is_none() {
         let observed = ctx.observe(cluster, Instant::now());
         let mut suffix = random_suffix_source();
@@ -278,6 +288,21 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         return Ok(Action::requeue(SHORT_REQUEUE));
     }
     Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
+}
+
+/// Step 13 up to the pods, in KubeRay's order; the first failure ends the pass (status is still
+/// written). The batch scheduler's PodGroup comes last: `reconcilePods` syncs it before any pod.
+async fn reconcile_children(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+    if cluster.spec.enable_in_tree_autoscaling == Some(true) {
+        ensure_autoscaler_rbac(cluster, ctx).await?;
+    }
+    children::reconcile_ingress(cluster, ctx).await?;
+    children::reconcile_auth_secret(cluster, ctx).await?;
+    ensure_head_service(cluster, ctx).await?;
+    children::reconcile_headless_service(cluster, ctx).await?;
+    children::reconcile_serve_service(cluster, ctx).await?;
+    children::reconcile_gcs_storage_pvc(cluster, ctx).await?;
+    children::reconcile_pod_group(cluster, ctx).await
 }
 
 fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus, now: &Time) {
@@ -372,7 +397,8 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
     let key = cluster_key(cluster);
     let (ns, name) = (key.namespace.as_str(), key.name.as_str());
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    for step in pod_plan.actions {
+    let mut actions = pod_plan.actions.into_iter().peekable();
+    while let Some(step) = actions.next() {
         match step {
             PodAction::DeleteCollection {
                 group,
@@ -455,51 +481,107 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                 }
             }
             PodAction::CreatePod { pod, group } => {
-                let head = group == plan::HEAD_GROUP_KEY;
-                match pods.create(&PostParams::default(), &pod).await {
-                    Ok(created) => {
-                        let pod_name = created.name_any();
-                        ctx.expectations
-                            .expect(ns, name, &group, &pod_name, ScaleAction::Create, Instant::now());
-                        let (r, note) = if head {
-                            (reason::CREATED_HEAD_POD, format!("Created head Pod {ns}/{pod_name}"))
-                        } else {
-                            (
-                                reason::CREATED_WORKER_POD,
-                                format!("Created worker Pod {ns}/{pod_name}"),
-                            )
-                        };
-                        ctx.publish(cluster, EventSpec::normal(r, action::CREATE, note)).await;
+                // Consecutive creates go out together, in slow-start batches.
+                let mut batch = vec![(pod, group)];
+                while matches!(actions.peek(), Some(PodAction::CreatePod { .. })) {
+                    if let Some(PodAction::CreatePod { pod, group }) = actions.next() {
+                        batch.push((pod, group));
                     }
-                    Err(e) => {
-                        let pod_name = pod
-                            .metadata
-                            .name
-                            .clone()
-                            .or(pod.metadata.generate_name.clone())
-                            .unwrap_or_default();
-                        let (r, marker, note) = if head {
-                            (
-                                reason::FAILED_TO_CREATE_HEAD_POD,
-                                ErrorMarker::FailedCreateHeadPod,
-                                format!("Failed to create head Pod {ns}/{pod_name}, {e}"),
-                            )
-                        } else {
-                            (
-                                reason::FAILED_TO_CREATE_WORKER_POD,
-                                ErrorMarker::FailedCreateWorkerPod,
-                                format!("Failed to create worker Pod for the cluster {ns}/{name}, {e}"),
-                            )
-                        };
-                        ctx.publish(cluster, EventSpec::warning(r, action::CREATE, note.clone()))
-                            .await;
-                        return Some(pass_failure(marker, note));
-                    }
+                }
+                if let Some(error) = create_pods_slow_start(cluster, ctx, &pods, batch).await {
+                    return Some(error);
                 }
             }
         }
     }
     pod_plan.error_after
+}
+
+/// Most pod creates a pass has in flight at once.
+pub const MAX_CONCURRENT_POD_CREATES: usize = 32;
+
+/// Creates `batch` in slow-start rounds of 1, 2, 4, … (at most [`MAX_CONCURRENT_POD_CREATES`]) concurrent
+/// requests, the way Kubernetes' ReplicaSet controller does: a large scale-up is not serialized on the
+/// round-trip time, and a systematic failure (quota, admission) costs one request, not thousands. Stops after
+/// the first round with a failure and returns that failure.
+async fn create_pods_slow_start(
+    cluster: &RayCluster,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    batch: Vec<(Box<Pod>, String)>,
+) -> Option<PassError> {
+    let mut remaining = batch.into_iter();
+    let mut round = 1;
+    loop {
+        let this_round: Vec<(Box<Pod>, String)> = remaining.by_ref().take(round).collect();
+        if this_round.is_empty() {
+            return None;
+        }
+        let results = futures::future::join_all(
+            this_round
+                .into_iter()
+                .map(|(pod, group)| create_pod(cluster, ctx, pods, pod, group)),
+        )
+        .await;
+        if let Some(error) = results.into_iter().find_map(Result::err) {
+            return Some(error);
+        }
+        round = (round * 2).min(MAX_CONCURRENT_POD_CREATES);
+    }
+}
+
+/// Creates one head or worker pod, records the expectation and publishes KubeRay's event.
+async fn create_pod(
+    cluster: &RayCluster,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    pod: Box<Pod>,
+    group: String,
+) -> Result<(), PassError> {
+    let key = cluster_key(cluster);
+    let (ns, name) = (key.namespace.as_str(), key.name.as_str());
+    let head = group == plan::HEAD_GROUP_KEY;
+    match pods.create(&PostParams::default(), &pod).await {
+        Ok(created) => {
+            let pod_name = created.name_any();
+            ctx.expectations
+                .expect(ns, name, &group, &pod_name, ScaleAction::Create, Instant::now());
+            let (r, note) = if head {
+                (reason::CREATED_HEAD_POD, format!("Created head Pod {ns}/{pod_name}"))
+            } else {
+                (
+                    reason::CREATED_WORKER_POD,
+                    format!("Created worker Pod {ns}/{pod_name}"),
+                )
+            };
+            ctx.publish(cluster, EventSpec::normal(r, action::CREATE, note)).await;
+            Ok(())
+        }
+        Err(e) => {
+            let pod_name = pod
+                .metadata
+                .name
+                .clone()
+                .or(pod.metadata.generate_name.clone())
+                .unwrap_or_default();
+            let (r, marker, note) = if head {
+                (
+                    reason::FAILED_TO_CREATE_HEAD_POD,
+                    ErrorMarker::FailedCreateHeadPod,
+                    format!("Failed to create head Pod {ns}/{pod_name}, {e}"),
+                )
+            } else {
+                (
+                    reason::FAILED_TO_CREATE_WORKER_POD,
+                    ErrorMarker::FailedCreateWorkerPod,
+                    format!("Failed to create worker Pod for the cluster {ns}/{name}, {e}"),
+                )
+            };
+            ctx.publish(cluster, EventSpec::warning(r, action::CREATE, note.clone()))
+                .await;
+            Err(pass_failure(marker, note))
+        }
+    }
 }
 
 async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
@@ -641,7 +723,8 @@ async fn ensure_autoscaler_rbac(cluster: &RayCluster, ctx: &Context) -> Result<(
     Ok(())
 }
 
-async fn create_child<K>(
+/// Create one child object with KubeRay's `Created*` / `FailedToCreate*` events; `AlreadyExists` is fine.
+pub(crate) async fn create_child<K>(
     cluster: &RayCluster,
     ctx: &Context,
     api: &Api<K>,

@@ -6,10 +6,12 @@
 //! [`index`] and [`observed`] are the caches; [`expectations`] prevents double creates/deletes;
 //! [`controller`] wires watches, triggers and the kube-runtime `Controller`.
 
+pub mod children;
 pub mod conditions;
 pub mod config;
 pub mod controller;
 pub mod error;
+pub mod event_filter;
 pub mod events;
 pub mod executor;
 pub mod expectations;
@@ -20,6 +22,8 @@ pub mod observed;
 pub mod plan;
 pub mod podgen;
 pub mod rayjob;
+pub mod rayservice;
+pub mod slim;
 pub mod status;
 pub mod validate;
 

@@ -2,7 +2,8 @@
 //! observed state a reconcile pass plans from.
 
 use crate::index::Compact;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use crate::slim::SlimPod;
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::constants::{
     NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_CLUSTER_LABEL, RAY_ID_LABEL, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL,
@@ -73,10 +74,10 @@ fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMet
 }
 
 impl Compact for PodInfo {
-    type Source = Pod;
+    type Source = SlimPod;
 
-    fn locate(pod: &Pod) -> Option<(String, String, String)> {
-        let meta = &pod.metadata;
+    fn locate(pod: &SlimPod) -> Option<(String, String, String)> {
+        let meta = &pod.0.metadata;
         Some((
             meta.namespace.clone().unwrap_or_default(),
             meta.name.clone()?,
@@ -84,7 +85,8 @@ impl Compact for PodInfo {
         ))
     }
 
-    fn compact(pod: &Pod) -> Self {
+    fn compact(pod: &SlimPod) -> Self {
+        let pod = &pod.0;
         let meta = &pod.metadata;
         let role = match label(meta, RAY_NODE_TYPE_LABEL) {
             Some(NODE_TYPE_HEAD) => PodRole::Head,

@@ -6,7 +6,7 @@ mod openapi;
 pub mod proxy;
 mod watch;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::faults::{FaultConfig, FaultState};
+use crate::faults::{FaultConfig, FaultState, WRITE_VERBS};
 use crate::kinds::{Gvr, ResourceInfo};
 use crate::patch::PatchKind;
 use crate::select::LabelSelector;
@@ -64,6 +64,23 @@ pub struct Counters {
     pub open_watches: AtomicU64,
     /// In-stream 410 errors sent.
     pub expired_watches: AtomicU64,
+    /// Errors sent by fault injection, by HTTP status code (genuine 409s and 500s are not counted).
+    pub injected_faults: Mutex<BTreeMap<u16, u64>>,
+    /// Write requests (create, update, patch, delete, deletecollection) received, by (client, plural
+    /// resource), counted on arrival whatever their outcome. The client is the bearer token of the
+    /// `Authorization` header (give each process its own kubeconfig token to tell them apart), else the
+    /// `User-Agent`, else `""`.
+    pub writes_by_client: Mutex<BTreeMap<(String, String), u64>>,
+}
+
+/// The client a request is attributed to in [`Counters::writes_by_client`].
+fn client_of(headers: &http::HeaderMap) -> String {
+    let header = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
+    header(header::AUTHORIZATION)
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .or_else(|| header(header::USER_AGENT))
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Shared state of the HTTP layer.
@@ -335,6 +352,10 @@ impl Ctx {
         };
         let q = Query::parse(query);
         let verb = verb_of(&self.method, &route, &q);
+        if WRITE_VERBS.contains(&verb) {
+            let key = (client_of(&self.headers), route.gvr.resource.clone());
+            *self.state.counters.writes_by_client.lock().entry(key).or_default() += 1;
+        }
         let (latency, injected) = {
             let mut f = self.state.faults.lock();
             (f.config().latency, f.decide(verb, &route.gvr.resource))
@@ -343,6 +364,7 @@ impl Ctx {
             tokio::time::sleep(latency).await;
         }
         if let Some(e) = injected {
+            *self.state.counters.injected_faults.lock().entry(e.code).or_default() += 1;
             return error_response(&e);
         }
         match self.resource(route, &q, verb).await {
@@ -364,6 +386,9 @@ impl Ctx {
                         "watchEvents": c.watch_events.load(Ordering::Relaxed),
                         "openWatches": c.open_watches.load(Ordering::Relaxed),
                         "expiredWatches": c.expired_watches.load(Ordering::Relaxed),
+                        "injectedFaults": c.injected_faults.lock().iter()
+                            .map(|(code, n)| (code.to_string(), json!(n)))
+                            .collect::<serde_json::Map<String, Value>>(),
                         "objects": self.store().object_counts(),
                     }),
                 )
