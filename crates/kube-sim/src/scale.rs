@@ -90,12 +90,26 @@ pub fn bench_pod(name: &str, run_id: &str) -> Pod {
 
 /// Creates `count` pods named `<prefix>-<i>` with `clients` concurrent tasks and measures each create.
 pub async fn create_pods(client: &Client, namespace: &str, prefix: &str, count: usize, clients: usize) -> CreateStats {
+    let prefix = prefix.to_owned();
+    create_each(client, namespace, count, clients, move |i| {
+        bench_pod(&format!("{prefix}-{i}"), &prefix)
+    })
+    .await
+}
+
+/// Creates the pods `make_pod(0..count)` with `clients` concurrent tasks and measures each create; the
+/// pods are built on the fly so a large run never holds them all.
+pub async fn create_each<F>(client: &Client, namespace: &str, count: usize, clients: usize, make_pod: F) -> CreateStats
+where
+    F: Fn(usize) -> Pod + Send + Sync + 'static,
+{
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let next = Arc::new(AtomicUsize::new(0));
+    let make_pod = Arc::new(make_pod);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
-        let (api, next, prefix) = (api.clone(), next.clone(), prefix.to_owned());
+        let (api, next, make_pod) = (api.clone(), next.clone(), make_pod.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut errors = 0;
@@ -104,7 +118,7 @@ pub async fn create_pods(client: &Client, namespace: &str, prefix: &str, count: 
                 if i >= count {
                     break;
                 }
-                let pod = bench_pod(&format!("{prefix}-{i}"), &prefix);
+                let pod = make_pod(i);
                 let t = Instant::now();
                 match api.create(&PostParams::default(), &pod).await {
                     Ok(_) => latencies.push(t.elapsed()),

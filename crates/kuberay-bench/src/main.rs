@@ -2,13 +2,15 @@
 //!
 //! `kuberay-bench memory` replays KubeRay's three memory experiments (`shared/bench/README.md`) against the
 //! real `kuberay-operator` release binary and compares its resident memory with KubeRay's published v0.6.0
-//! figures. With no arguments it runs `memory --experiment all`.
+//! figures. With no arguments it runs `memory --experiment all`. `kuberay-bench scale` measures many large
+//! RayClusters on many hollow nodes against a bare client's pod-creation ceiling.
 
 mod experiment;
 mod operator;
 mod published;
 mod report;
 mod run;
+mod scale;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,6 +29,55 @@ struct Cli {
 enum Command {
     /// Replay KubeRay's operator memory experiments and compare with its published figures (the default).
     Memory(MemoryArgs),
+    /// Many large RayClusters on many hollow nodes: convergence times, pods/s against a bare client, operator
+    /// RSS and CPU.
+    Scale(ScaleArgs),
+}
+
+/// KubeRay's default client rate limits (`--qps`, `--burst`).
+const KUBERAY_DEFAULT_QPS: f64 = 100.0;
+/// See [`KUBERAY_DEFAULT_QPS`].
+const KUBERAY_DEFAULT_BURST: i64 = 200;
+
+#[derive(Debug, clap::Args)]
+struct ScaleArgs {
+    /// RayClusters to create.
+    #[arg(long, default_value_t = 10)]
+    clusters: usize,
+    /// `small-group` workers per RayCluster.
+    #[arg(long, default_value_t = 5_000)]
+    workers_per_cluster: usize,
+    /// Hollow nodes.
+    #[arg(long, default_value_t = 2_000)]
+    nodes: usize,
+    /// The operator's `--qps` (negative: unlimited). Without `--qps`, the run covers both KubeRay's defaults
+    /// (100 / 200) and unlimited.
+    #[arg(long, allow_negative_numbers = true)]
+    qps: Option<f64>,
+    /// The operator's `--burst` (default 200).
+    #[arg(long, allow_negative_numbers = true)]
+    burst: Option<i64>,
+    /// Concurrent creators of the bare-client ceiling run.
+    #[arg(long, default_value_t = 16)]
+    bare_clients: usize,
+    /// Longest wait for one phase, in seconds.
+    #[arg(long, default_value_t = 1_800)]
+    timeout: u64,
+    /// The operator binary (default: `kuberay-operator` next to this executable, built under `cargo run`).
+    #[arg(long, value_name = "PATH")]
+    operator: Option<PathBuf>,
+    /// Where scale.md and scale.json go.
+    #[arg(long, value_name = "DIR", default_value = "target/kuberay-bench")]
+    output: PathBuf,
+}
+
+impl ScaleArgs {
+    fn settings(&self) -> Vec<(f64, i64)> {
+        match self.qps {
+            Some(qps) => vec![(qps, self.burst.unwrap_or(KUBERAY_DEFAULT_BURST))],
+            None => vec![(KUBERAY_DEFAULT_QPS, KUBERAY_DEFAULT_BURST), (-1.0, -1)],
+        }
+    }
 }
 
 /// Which experiments to run.
@@ -99,6 +150,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Some(Command::Memory(args)) => runtime.block_on(memory(args)),
+        Some(Command::Scale(args)) => runtime.block_on(scale(args)),
         None => runtime.block_on(memory(MemoryArgs::default())),
     }
 }
@@ -142,6 +194,28 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
+    let operator = operator::resolve_binary(args.operator.as_deref())?;
+    let work_dir = run::ensure_dir(&args.output.join("work"))?;
+    let options = scale::ScaleOptions {
+        clusters: args.clusters,
+        workers_per_cluster: args.workers_per_cluster,
+        nodes: args.nodes,
+        settings: args.settings(),
+        bare_clients: args.bare_clients,
+        timeout: Duration::from_secs(args.timeout),
+        operator,
+        work_dir,
+    };
+    let result = scale::run(&options).await?;
+    println!();
+    println!("{}", scale::markdown(&result));
+    for path in scale::write(&args.output, &result)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,7 +227,7 @@ mod tests {
         let defaults = MemoryArgs::default();
         let parsed = match Cli::try_parse_from(["kuberay-bench", "memory"]).unwrap().command {
             Some(Command::Memory(args)) => args,
-            None => panic!("memory subcommand"),
+            _ => panic!("memory subcommand"),
         };
         assert_eq!(parsed.experiment, defaults.experiment);
         assert_eq!(parsed.step_interval, defaults.step_interval);
@@ -183,5 +257,24 @@ mod tests {
         assert_eq!(args.step_interval, 50);
         assert_eq!(args.operator, Some(PathBuf::from("/bin/op")));
         assert!(Cli::try_parse_from(["kuberay-bench", "memory", "--experiment", "4"]).is_err());
+    }
+
+    #[test]
+    fn scale_runs_both_settings_unless_one_is_given() {
+        let Some(Command::Scale(args)) = Cli::try_parse_from(["kuberay-bench", "scale"]).unwrap().command else {
+            panic!("scale subcommand")
+        };
+        assert_eq!(
+            (args.clusters, args.workers_per_cluster, args.nodes),
+            (10, 5_000, 2_000)
+        );
+        assert_eq!(args.settings(), vec![(100.0, 200), (-1.0, -1)]);
+        let Some(Command::Scale(args)) = Cli::try_parse_from(["kuberay-bench", "scale", "--qps", "-1"])
+            .unwrap()
+            .command
+        else {
+            panic!("scale subcommand")
+        };
+        assert_eq!(args.settings(), vec![(-1.0, 200)]);
     }
 }

@@ -78,6 +78,20 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on every Linux ABI we run on).
+const USER_HZ: f64 = 100.0;
+
+/// User + system CPU seconds of process `pid`, from fields 14 and 15 of `/proc/<pid>/stat`.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; the fields after it start past the last ')'.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // after_name starts at field 3 (state), so utime (14) and stime (15) are at 11 and 12.
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / USER_HZ)
+}
+
 /// Resident memory of the operator at one instant.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Memory {
@@ -99,8 +113,8 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Starts `binary` against `kubeconfig`, logging to `dir/operator-<tag>.log`.
-    pub fn spawn(binary: &Path, kubeconfig: &Path, dir: &Path, tag: &str) -> anyhow::Result<Self> {
+    /// Starts `binary` against `kubeconfig` with `extra` flags appended, logging to `dir/operator-<tag>.log`.
+    pub fn spawn(binary: &Path, kubeconfig: &Path, dir: &Path, tag: &str, extra: &[String]) -> anyhow::Result<Self> {
         let (metrics_port, probe_port) = (free_port()?, free_port()?);
         let log = dir.join(format!("operator-{tag}.log"));
         let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
@@ -115,6 +129,7 @@ impl Operator {
                 "--log-stdout-encoder",
                 "json",
             ])
+            .args(extra)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -163,6 +178,11 @@ impl Operator {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// CPU time (user + system) the operator has used so far, from `/proc/<pid>/stat`.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        process_cpu_seconds(self.pid())
     }
 
     /// Samples the operator's memory.

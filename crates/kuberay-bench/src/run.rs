@@ -100,6 +100,7 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         &kubeconfig,
         &options.work_dir,
         &format!("e{experiment}"),
+        &[],
     )?;
     operator.wait_ready(Duration::from_secs(60)).await?;
     let ready_at = Instant::now();
@@ -200,7 +201,7 @@ async fn control_plane(experiment: u8, options: &RunOptions) -> anyhow::Result<(
 }
 
 /// Creates our CRDs (an existing one is left alone).
-async fn install_crds(client: &Client) -> anyhow::Result<()> {
+pub async fn install_crds(client: &Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in ray_api::crds::all_crds() {
         match crds.create(&PostParams::default(), &crd).await {

@@ -1,0 +1,477 @@
+//! `kuberay-bench scale`: many large RayClusters on many hollow nodes (the seed-003 shape: 10 × 5,000
+//! workers on 2,000 nodes). For each client-rate setting it measures, from a fresh kube-sim and a fresh
+//! operator, the time until every pod exists, is Running, and every status is `ready`; and in the same run a
+//! bare client creating the very same pods (built by ray-podgen) gives the simulator's ceiling, so the
+//! operator's creation rate is reported as a ratio of it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use kube::api::{Api, PostParams};
+use kube_sim::{Gvr, ListOptions, SimHandle};
+use ray_api::RayCluster;
+use ray_podgen::{PodGenConfig, PodGenerator, WorkerReplica};
+use serde::Serialize;
+
+use crate::experiment;
+use crate::operator::Operator;
+use crate::run::{self, NAMESPACE};
+
+/// The label every Ray pod carries (ray-podgen stamps it).
+const RAY_CLUSTER_LABEL: &str = ray_api::constants::RAY_CLUSTER_LABEL;
+/// How often progress is sampled.
+const POLL: Duration = Duration::from_millis(250);
+/// The experiment number the scale clusters are labelled with (outside KubeRay's 1-3).
+const SCALE_EXPERIMENT: u8 = 9;
+
+/// What one scale run does.
+#[derive(Clone, Debug)]
+pub struct ScaleOptions {
+    /// RayClusters.
+    pub clusters: usize,
+    /// `small-group` workers per RayCluster.
+    pub workers_per_cluster: usize,
+    /// Hollow nodes.
+    pub nodes: usize,
+    /// `(qps, burst)` settings to run the operator with, in order; a negative QPS is unlimited.
+    pub settings: Vec<(f64, i64)>,
+    /// Concurrent creators of the bare-client ceiling run.
+    pub bare_clients: usize,
+    /// Longest wait for one phase.
+    pub timeout: Duration,
+    /// The operator binary.
+    pub operator: PathBuf,
+    /// Logs and kubeconfigs.
+    pub work_dir: PathBuf,
+}
+
+impl ScaleOptions {
+    /// Ray pods in total (heads included).
+    pub fn pods(&self) -> usize {
+        self.clusters * (self.workers_per_cluster + 1)
+    }
+}
+
+/// The timings of one phase (the bare client, or the operator at one setting).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseResult {
+    /// What ran: `bare client (N creators)` or the operator's flags.
+    pub label: String,
+    /// Pods expected.
+    pub pods: usize,
+    /// Seconds from the first request until every pod existed.
+    pub all_created_secs: f64,
+    /// Seconds until every pod was Running.
+    pub all_running_secs: f64,
+    /// Seconds until every RayCluster status was `ready` with all workers (operator phases).
+    pub all_ready_secs: Option<f64>,
+    /// `pods / all_created_secs`.
+    pub pods_per_sec: f64,
+    /// The operator's resident memory at the end, bytes (operator phases).
+    pub operator_rss_bytes: Option<u64>,
+    /// The operator's peak resident memory, bytes (operator phases).
+    pub operator_peak_rss_bytes: Option<u64>,
+    /// The operator's CPU seconds (user + system) over the phase (operator phases).
+    pub operator_cpu_secs: Option<f64>,
+    /// This process's resident memory at the end (kube-sim lives in it), bytes.
+    pub sim_rss_bytes: u64,
+}
+
+/// A whole scale run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleResult {
+    /// RayClusters.
+    pub clusters: usize,
+    /// Workers per RayCluster.
+    pub workers_per_cluster: usize,
+    /// Hollow nodes.
+    pub nodes: usize,
+    /// The bare-client ceiling.
+    pub bare: PhaseResult,
+    /// One per operator setting.
+    pub operator: Vec<PhaseResult>,
+}
+
+/// Runs the bare-client ceiling, then the operator once per setting, each on a fresh kube-sim.
+pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
+    eprintln!(
+        "kuberay-bench scale: {} RayClusters x {} workers = {} pods on {} hollow nodes",
+        options.clusters,
+        options.workers_per_cluster,
+        options.pods(),
+        options.nodes
+    );
+    let bare = bare_client_phase(options).await?;
+    print_phase(&bare, None);
+    let mut operator = Vec::new();
+    for (index, &(qps, burst)) in options.settings.iter().enumerate() {
+        let phase = operator_phase(options, index, qps, burst).await?;
+        print_phase(&phase, Some(&bare));
+        operator.push(phase);
+    }
+    Ok(ScaleResult {
+        clusters: options.clusters,
+        workers_per_cluster: options.workers_per_cluster,
+        nodes: options.nodes,
+        bare,
+        operator,
+    })
+}
+
+/// The flags that give one setting, and its label.
+fn setting_flags(qps: f64, burst: i64) -> (Vec<String>, String) {
+    let flags = vec![format!("--qps={qps}"), format!("--burst={burst}")];
+    let label = if qps < 0.0 {
+        "operator, unlimited (--qps=-1)".to_owned()
+    } else {
+        format!("operator, --qps {qps} --burst {burst}")
+    };
+    (flags, label)
+}
+
+async fn start_sim(options: &ScaleOptions) -> anyhow::Result<SimHandle> {
+    let config = kube_sim::SimConfig {
+        request_log: false,
+        // Watch resumption needs only a short history here; the default 5 minutes of 50,000 pods' versions
+        // would dominate the simulator's memory.
+        history_age: Duration::from_secs(30),
+        agents: kube_sim::AgentConfig {
+            nodes: options.nodes,
+            node_cpu: "64".into(),
+            node_memory: "256Gi".into(),
+            node_pods: 110,
+            ..kube_sim::AgentConfig::default()
+        },
+        ..kube_sim::SimConfig::default()
+    };
+    kube_sim::SimServer::start(config)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting kube-sim: {e}"))
+}
+
+fn scale_cluster(index: usize, workers: usize) -> anyhow::Result<RayCluster> {
+    let name = format!("scale-{index:03}");
+    let mut value = experiment::raycluster(&name, NAMESPACE, SCALE_EXPERIMENT, workers as i32);
+    // The memory experiments cap the group at 200; here the group is as large as asked.
+    value["spec"]["workerGroupSpecs"][0]["maxReplicas"] = serde_json::json!(workers);
+    serde_json::from_value(value).context("building the scale RayCluster")
+}
+
+/// The bare client: the same head and worker pods the operator would create (ray-podgen, default
+/// configuration), created directly with `bare_clients` concurrent creators.
+async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult> {
+    let mut sim = start_sim(options).await?;
+    let client = sim.client();
+    let config = PodGenConfig::default();
+    let mut templates = Vec::with_capacity(options.clusters);
+    for index in 0..options.clusters {
+        let cluster = scale_cluster(index, options.workers_per_cluster)?;
+        let generator = PodGenerator::new(&cluster, &config);
+        let head = generator.head_pod().context("generating the head pod")?;
+        let worker = generator.worker_template(0).context("generating the worker template")?;
+        templates.push((head, worker));
+    }
+    let templates = Arc::new(templates);
+    let per_cluster = options.workers_per_cluster + 1;
+    let started = Instant::now();
+    let stats = kube_sim::scale::create_each(&client, NAMESPACE, options.pods(), options.bare_clients, {
+        let templates = templates.clone();
+        move |i| {
+            let (head, worker) = &templates[i / per_cluster];
+            match i % per_cluster {
+                0 => head.clone(),
+                n => worker.pod(&WorkerReplica::single(n as u32 - 1)),
+            }
+        }
+    })
+    .await;
+    if stats.created != options.pods() {
+        bail!(
+            "the bare client created {} of {} pods ({} errors)",
+            stats.created,
+            options.pods(),
+            stats.errors
+        );
+    }
+    let all_created_secs = stats.elapsed.as_secs_f64();
+    let all_running_secs = wait_running(&sim, options, started).await?;
+    let result = PhaseResult {
+        label: format!("bare client ({} creators)", options.bare_clients),
+        pods: options.pods(),
+        all_created_secs,
+        all_running_secs,
+        pods_per_sec: options.pods() as f64 / all_created_secs,
+        sim_rss_bytes: own_rss(),
+        ..PhaseResult::default()
+    };
+    sim.shutdown();
+    Ok(result)
+}
+
+async fn operator_phase(options: &ScaleOptions, index: usize, qps: f64, burst: i64) -> anyhow::Result<PhaseResult> {
+    let mut sim = start_sim(options).await?;
+    let client = sim.client();
+    run::install_crds(&client).await?;
+    let kubeconfig = options.work_dir.join(format!("kubeconfig-scale-{index}"));
+    sim.write_kubeconfig(&kubeconfig)
+        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    let (flags, label) = setting_flags(qps, burst);
+    let mut operator = Operator::spawn(
+        &options.operator,
+        &kubeconfig,
+        &options.work_dir,
+        &format!("scale-{index}"),
+        &flags,
+    )?;
+    operator.wait_ready(Duration::from_secs(60)).await?;
+    let cpu_before = operator.cpu_seconds().unwrap_or_default();
+
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
+    let started = Instant::now();
+    for index in 0..options.clusters {
+        let cluster = scale_cluster(index, options.workers_per_cluster)?;
+        api.create(&PostParams::default(), &cluster)
+            .await
+            .with_context(|| format!("creating RayCluster {index}"))?;
+    }
+    let (mut all_created, mut all_running, mut all_ready) = (None, None, None);
+    let deadline = started + options.timeout;
+    let mut last_report = Instant::now();
+    loop {
+        operator.check_alive()?;
+        let (existing, running) = count_pods(&sim)?;
+        let ready = count_ready_clusters(&sim, options.workers_per_cluster)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        if all_created.is_none() && existing >= options.pods() {
+            all_created = Some(elapsed);
+        }
+        if all_running.is_none() && running >= options.pods() {
+            all_running = Some(elapsed);
+        }
+        if all_ready.is_none() && ready >= options.clusters {
+            all_ready = Some(elapsed);
+        }
+        if all_created.is_some() && all_running.is_some() && all_ready.is_some() {
+            break;
+        }
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            eprintln!(
+                "  [{label}] {elapsed:>6.1} s: {existing} pods, {running} running, {ready}/{} clusters ready",
+                options.clusters
+            );
+            last_report = Instant::now();
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{label}: not converged after {:?}: {existing} pods, {running} running, {ready} clusters ready",
+                options.timeout
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    let memory = operator.memory().await?;
+    let cpu = operator.cpu_seconds().map(|after| after - cpu_before);
+    let all_created_secs = all_created.unwrap_or_default();
+    let result = PhaseResult {
+        label,
+        pods: options.pods(),
+        all_created_secs,
+        all_running_secs: all_running.unwrap_or_default(),
+        all_ready_secs: all_ready,
+        pods_per_sec: options.pods() as f64 / all_created_secs.max(f64::EPSILON),
+        operator_rss_bytes: Some(memory.rss_bytes),
+        operator_peak_rss_bytes: Some(memory.hwm_bytes),
+        operator_cpu_secs: cpu,
+        sim_rss_bytes: own_rss(),
+    };
+    operator.stop();
+    sim.shutdown();
+    Ok(result)
+}
+
+/// Ray pods that exist (not terminating) and those Running, read from the simulator's store directly so
+/// the measurement adds no API traffic.
+fn count_pods(sim: &SimHandle) -> anyhow::Result<(usize, usize)> {
+    let options = ListOptions::labels(RAY_CLUSTER_LABEL).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let listed = sim
+        .store()
+        .list(&Gvr::pods(), Some(NAMESPACE), &options)
+        .map_err(|e| anyhow::anyhow!("listing pods: {e}"))?;
+    let live = listed
+        .items
+        .iter()
+        .filter(|p| p.value["metadata"]["deletionTimestamp"].is_null());
+    let (mut existing, mut running) = (0, 0);
+    for pod in live {
+        existing += 1;
+        if pod.value["status"]["phase"] == "Running" {
+            running += 1;
+        }
+    }
+    Ok((existing, running))
+}
+
+/// RayClusters whose status is `ready` with every worker ready.
+fn count_ready_clusters(sim: &SimHandle, workers: usize) -> anyhow::Result<usize> {
+    let gvr = Gvr::new("ray.io", "v1", "rayclusters");
+    let listed = sim
+        .store()
+        .list(&gvr, Some(NAMESPACE), &ListOptions::default())
+        .map_err(|e| anyhow::anyhow!("listing RayClusters: {e}"))?;
+    Ok(listed
+        .items
+        .iter()
+        .filter(|c| {
+            let status = &c.value["status"];
+            status["state"] == "ready" && status["readyWorkerReplicas"].as_u64() == Some(workers as u64)
+        })
+        .count())
+}
+
+async fn wait_running(sim: &SimHandle, options: &ScaleOptions, started: Instant) -> anyhow::Result<f64> {
+    let deadline = started + options.timeout;
+    loop {
+        let (_, running) = count_pods(sim)?;
+        if running >= options.pods() {
+            return Ok(started.elapsed().as_secs_f64());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "bare client: {running} of {} pods Running after {:?}",
+                options.pods(),
+                options.timeout
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn own_rss() -> u64 {
+    kube_sim::scale::process_memory(std::process::id()).map_or(0, |(rss, _)| rss)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
+
+fn print_phase(phase: &PhaseResult, bare: Option<&PhaseResult>) {
+    let ratio = bare
+        .map(|b| {
+            format!(
+                ", {:.0}% of the bare client's rate",
+                100.0 * phase.pods_per_sec / b.pods_per_sec
+            )
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "{}: {} pods created in {:.1} s ({:.0} pods/s{ratio}), all Running at {:.1} s{}{}",
+        phase.label,
+        phase.pods,
+        phase.all_created_secs,
+        phase.pods_per_sec,
+        phase.all_running_secs,
+        phase
+            .all_ready_secs
+            .map(|s| format!(", all ready at {s:.1} s"))
+            .unwrap_or_default(),
+        match (phase.operator_rss_bytes, phase.operator_cpu_secs) {
+            (Some(rss), Some(cpu)) => format!("; operator RSS {:.1} MiB, {cpu:.1} CPU s", mib(rss)),
+            _ => String::new(),
+        },
+    );
+}
+
+/// The Markdown table of a run.
+pub fn markdown(result: &ScaleResult) -> String {
+    let mut out = format!(
+        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n\
+         | run | pods created (s) | pods/s | % of bare client | all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | kube-sim process RSS (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+        result.clusters, result.workers_per_cluster, result.bare.pods, result.nodes
+    );
+    for phase in std::iter::once(&result.bare).chain(&result.operator) {
+        let pct = 100.0 * phase.pods_per_sec / result.bare.pods_per_sec;
+        let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+        let rss = match (phase.operator_rss_bytes, phase.operator_peak_rss_bytes) {
+            (Some(end), Some(peak)) => format!("{:.1} / {:.1}", mib(end), mib(peak)),
+            _ => "-".to_owned(),
+        };
+        out.push_str(&format!(
+            "| {} | {:.1} | {:.0} | {pct:.0}% | {:.1} | {} | {rss} | {} | {:.0} |\n",
+            phase.label,
+            phase.all_created_secs,
+            phase.pods_per_sec,
+            phase.all_running_secs,
+            opt(phase.all_ready_secs),
+            opt(phase.operator_cpu_secs),
+            mib(phase.sim_rss_bytes),
+        ));
+    }
+    out
+}
+
+/// Writes `scale.md` and `scale.json` under `dir`; returns their paths.
+pub fn write(dir: &Path, result: &ScaleResult) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let md = dir.join("scale.md");
+    std::fs::write(&md, markdown(result)).with_context(|| format!("writing {}", md.display()))?;
+    let json = dir.join("scale.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(result)?).with_context(|| format!("writing {}", json.display()))?;
+    Ok(vec![md, json])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_labelled_with_their_flags() {
+        let (flags, label) = setting_flags(100.0, 200);
+        assert_eq!(flags, vec!["--qps=100", "--burst=200"]);
+        assert_eq!(label, "operator, --qps 100 --burst 200");
+        let (flags, label) = setting_flags(-1.0, -1);
+        assert_eq!(flags, vec!["--qps=-1", "--burst=-1"]);
+        assert!(label.contains("unlimited"));
+    }
+
+    #[test]
+    fn scale_clusters_lift_the_group_cap() {
+        let cluster = scale_cluster(3, 5_000).unwrap();
+        assert_eq!(cluster.metadata.name.as_deref(), Some("scale-003"));
+        let group = &cluster.spec.worker_group_specs.unwrap()[0];
+        assert_eq!(group.replicas, Some(5_000));
+        assert_eq!(group.max_replicas, Some(5_000));
+    }
+
+    #[test]
+    fn the_table_reports_rates_against_the_bare_client() {
+        let bare = PhaseResult {
+            label: "bare client (16 creators)".into(),
+            pods: 100,
+            all_created_secs: 1.0,
+            pods_per_sec: 100.0,
+            ..PhaseResult::default()
+        };
+        let operator = PhaseResult {
+            label: "operator, unlimited (--qps=-1)".into(),
+            pods: 100,
+            all_created_secs: 2.0,
+            pods_per_sec: 50.0,
+            operator_rss_bytes: Some(10 * 1_048_576),
+            operator_peak_rss_bytes: Some(12 * 1_048_576),
+            ..PhaseResult::default()
+        };
+        let table = markdown(&ScaleResult {
+            clusters: 1,
+            workers_per_cluster: 99,
+            nodes: 2,
+            bare,
+            operator: vec![operator],
+        });
+        assert!(table.contains("| 100% |"), "{table}");
+        assert!(table.contains("| 50% |"), "{table}");
+        assert!(table.contains("10.0 / 12.0"), "{table}");
+    }
+}
