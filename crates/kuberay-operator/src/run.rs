@@ -72,7 +72,15 @@ pub fn main(args: Vec<String>) -> anyhow::Result<ExitCode> {
         (config_file::apply(&config, &flags), Some(config))
     };
     init_logging(&flags)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // The operator waits on the API server far more than it computes: a few workers are enough, and on a
+    // large node one worker per core would only add thread stacks and allocator arenas to its memory.
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_RUNTIME_WORKERS);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()?;
     runtime.block_on(run(flags, file_config))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -190,6 +198,9 @@ async fn shutdown_signal() {
         () = term => info!("SIGTERM received, shutting down"),
     }
 }
+
+/// Most tokio worker threads the operator runs.
+const MAX_RUNTIME_WORKERS: usize = 4;
 
 /// First wait before retrying a failed Lease request at startup.
 const LEASE_RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(200);
