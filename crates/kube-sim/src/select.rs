@@ -175,7 +175,8 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector: `(path, equals?, value)` terms ANDed.
+/// A parsed field selector: `(JSON path, equals?, value)` terms ANDed (a path may list alternatives, see
+/// `EVENT_FIELD_PATHS`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FieldSelector(pub Vec<(String, bool, String)>);
 
@@ -191,6 +192,15 @@ const POD_FIELDS: &[&str] = &[
     "status.podIP",
     "status.nominatedNodeName",
 ];
+
+/// Extra core v1 Event field labels besides `involvedObject.*` (upstream's Event field label conversion).
+const EVENT_FIELDS: &[&str] = &["reason", "type", "reportingComponent", "source"];
+/// Event field labels that are not their JSON path: (label, paths). Alternatives are separated by
+/// [`PATH_ALTERNATIVES`], the first non-empty one counts: an Event's `source` is `source.component`, else its
+/// reporting controller (upstream's selectable fields).
+const EVENT_FIELD_PATHS: &[(&str, &str)] = &[("source", "source.component|reportingComponent")];
+/// Separator of alternative JSON paths of one field label.
+const PATH_ALTERNATIVES: char = '|';
 
 fn unescape_split(s: &str, sep: char) -> Vec<String> {
     let mut out = vec![String::new()];
@@ -248,12 +258,19 @@ impl FieldSelector {
             let supported = COMMON_FIELDS.contains(&k)
                 || (kind == "Pod" && POD_FIELDS.contains(&k))
                 || (kind == "Job" && k == "status.successful")
-                || (kind == "Event" && k.starts_with("involvedObject."))
+                || (kind == "Event" && (k.starts_with("involvedObject.") || EVENT_FIELDS.contains(&k)))
                 || (kind == "Secret" && k == "type");
             if !supported {
                 return Err(ApiError::bad_request(format!("field label not supported: {k}")));
             }
-            terms.push((k.to_string(), eq, unescape(v.trim())));
+            let path = match EVENT_FIELD_PATHS
+                .iter()
+                .find(|(label, _)| kind == "Event" && *label == k)
+            {
+                Some((_, path)) => path,
+                None => k,
+            };
+            terms.push((path.to_string(), eq, unescape(v.trim())));
         }
         Ok(Self(terms))
     }
@@ -273,16 +290,23 @@ impl FieldSelector {
 
     /// Whether an object matches every term.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(path, eq, want)| {
+        let lookup = |path: &str| {
             let mut cur = obj;
             for seg in path.split('.') {
                 cur = &cur[seg];
             }
-            let actual = match cur {
+            match cur {
                 Value::String(s) => s.clone(),
                 Value::Null => String::new(),
                 other => other.to_string(),
-            };
+            }
+        };
+        self.0.iter().all(|(paths, eq, want)| {
+            let actual = paths
+                .split(PATH_ALTERNATIVES)
+                .map(lookup)
+                .find(|v| !v.is_empty())
+                .unwrap_or_default();
             (actual == *want) == *eq
         })
     }

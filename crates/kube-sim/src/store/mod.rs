@@ -20,6 +20,7 @@
 //!
 //! Namespaced resources take `Some(namespace)`; cluster-scoped ones take `None`.
 
+pub mod events;
 mod gc;
 mod managed;
 mod strategy;
@@ -497,6 +498,13 @@ impl Store {
     /// Creates an object (`POST`). Fills namespace, name (from `generateName`), uid, creationTimestamp,
     /// generation and resourceVersion; applies the kind's defaults. Returns the stored object.
     pub fn create(&self, gvr: &Gvr, namespace: Option<&str>, obj: Value) -> Result<Arc<StoredObject>, ApiError> {
+        if events::is_events_v1(gvr) {
+            let core = events::v1_to_core(&obj)?;
+            return self
+                .create(&events::storage_gvr(), namespace, core)
+                .map(|o| events::present(&o))
+                .map_err(events::retarget_error);
+        }
         let created = {
             let mut g = self.shared.inner.lock();
             let info = g.info(gvr)?;
@@ -508,6 +516,12 @@ impl Store {
 
     /// Reads one object (`GET`). 404 `NotFound` when missing.
     pub fn get(&self, gvr: &Gvr, namespace: Option<&str>, name: &str) -> Result<Arc<StoredObject>, ApiError> {
+        if events::is_events_v1(gvr) {
+            return self
+                .get(&events::storage_gvr(), namespace, name)
+                .map(|o| events::present(&o))
+                .map_err(events::retarget_error);
+        }
         let g = self.shared.inner.lock();
         let info = g.info(gvr)?;
         let key = scope_key(&info, namespace, name)?;
@@ -520,6 +534,11 @@ impl Store {
 
     /// Lists objects (`GET` on a collection). `namespace: None` on a namespaced resource lists all namespaces.
     pub fn list(&self, gvr: &Gvr, namespace: Option<&str>, opts: &ListOptions) -> Result<ListResult, ApiError> {
+        if events::is_events_v1(gvr) {
+            let mut page = self.list(&events::storage_gvr(), namespace, &events_list_options(opts)?)?;
+            page.items = page.items.iter().map(events::present).collect();
+            return Ok(page);
+        }
         let g = self.shared.inner.lock();
         let info = g.info(gvr)?;
         let fields = FieldSelector::parse(opts.field_selector.as_deref().unwrap_or_default(), &info.kind)?;
@@ -630,6 +649,13 @@ impl Store {
         subresource: Option<&str>,
         field_manager: Option<&str>,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        if events::is_events_v1(gvr) {
+            let core = events::v1_to_core(&obj)?;
+            return self
+                .update_or_create_as(&events::storage_gvr(), namespace, core, subresource, field_manager)
+                .map(|(o, created)| (events::present(&o), created))
+                .map_err(events::retarget_error);
+        }
         let (res, prev) = {
             let mut g = self.shared.inner.lock();
             let info = g.info(gvr)?;
@@ -726,6 +752,21 @@ impl Store {
         subresource: Option<&str>,
         field_manager: Option<&str>,
     ) -> Result<(Arc<StoredObject>, bool), ApiError> {
+        if events::is_events_v1(gvr) {
+            let core = events::patch_to_core(kind, body)?;
+            return self
+                .patch_or_create_as(
+                    &events::storage_gvr(),
+                    namespace,
+                    name,
+                    kind,
+                    &core,
+                    subresource,
+                    field_manager,
+                )
+                .map(|(o, created)| (events::present(&o), created))
+                .map_err(events::retarget_error);
+        }
         let (res, prev) = {
             let mut g = self.shared.inner.lock();
             let info = g.info(gvr)?;
@@ -869,6 +910,15 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
+        if events::is_events_v1(gvr) {
+            return self
+                .delete(&events::storage_gvr(), namespace, name, opts)
+                .map(|out| DeleteOutcome {
+                    object: events::present(&out.object),
+                    ..out
+                })
+                .map_err(events::retarget_error);
+        }
         let (out, prev) = {
             let mut g = self.shared.inner.lock();
             let info = g.info(gvr)?;
@@ -893,6 +943,7 @@ impl Store {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<Vec<DeleteOutcome>, ApiError> {
+        // events.k8s.io/v1 needs no translation here: `list` and `delete` below do it.
         let page = self.list(
             gvr,
             namespace,
@@ -916,6 +967,20 @@ impl Store {
     /// Starts a watch. Returns a receiver of events in RV order; see [`WatchOptions`] for the starting point.
     /// A too-old `resource_version` yields a single [`WatchEvent::Error`] (410 `Expired`).
     pub fn watch(&self, gvr: &Gvr, namespace: Option<&str>, opts: WatchOptions) -> Result<WatchReceiver, ApiError> {
+        if events::is_events_v1(gvr) {
+            let info = self.resource(gvr).ok_or_else(ApiError::no_route)?;
+            let opts = WatchOptions {
+                field_selector: opts
+                    .field_selector
+                    .as_deref()
+                    .map(events::field_selector_to_core)
+                    .transpose()?,
+                ..opts
+            };
+            let mut receiver = watch::start(self, &events::storage_gvr(), namespace, opts)?;
+            receiver.present_as(info, events::present);
+            return Ok(receiver);
+        }
         watch::start(self, gvr, namespace, opts)
     }
 
@@ -982,6 +1047,18 @@ impl Store {
         self.shared.changed.notify_waiters();
         let _ = (gvr, obj, prev);
     }
+}
+
+/// List options of an events.k8s.io/v1 list in core terms (its field selector translated).
+fn events_list_options(opts: &ListOptions) -> Result<ListOptions, ApiError> {
+    Ok(ListOptions {
+        field_selector: opts
+            .field_selector
+            .as_deref()
+            .map(events::field_selector_to_core)
+            .transpose()?,
+        ..opts.clone()
+    })
 }
 
 fn kind_key(gvr: &Gvr) -> (String, String) {

@@ -92,6 +92,9 @@ impl Filter {
     }
 }
 
+/// Turns a stored object into what a watcher of another version of its resource sees.
+pub(super) type Presenter = fn(&Arc<StoredObject>) -> Arc<StoredObject>;
+
 /// A live watch on one resource. Dropping it unsubscribes.
 pub struct WatchReceiver {
     store: Store,
@@ -101,6 +104,9 @@ pub struct WatchReceiver {
     filter: Filter,
     /// Highest RV this watcher has fully seen.
     seen_rv: u64,
+    /// How objects are presented when the watched resource is another version of the stored one
+    /// (events.k8s.io/v1 Events over core storage, see [`super::events`]).
+    present: Option<Presenter>,
 }
 
 impl std::fmt::Debug for WatchReceiver {
@@ -164,10 +170,17 @@ pub(super) fn start(
         rx,
         filter,
         seen_rv: current.max(from),
+        present: None,
     })
 }
 
 impl WatchReceiver {
+    /// Presents this watch's objects through `present` as resource `info` (a view of the watched storage).
+    pub(super) fn present_as(&mut self, info: Arc<ResourceInfo>, present: Presenter) {
+        self.info = info;
+        self.present = Some(present);
+    }
+
     /// The resource being watched.
     pub fn resource(&self) -> &Arc<ResourceInfo> {
         &self.info
@@ -176,6 +189,17 @@ impl WatchReceiver {
     /// The next event, or `None` when the watch has ended (after an error, or when this watcher lagged too far
     /// behind and was disconnected; re-watch from the last RV seen).
     pub async fn next(&mut self) -> Option<WatchEvent> {
+        let event = self.next_stored().await?;
+        Some(match (self.present, event) {
+            (Some(present), WatchEvent::Added(o)) => WatchEvent::Added(present(&o)),
+            (Some(present), WatchEvent::Modified(o)) => WatchEvent::Modified(present(&o)),
+            (Some(present), WatchEvent::Deleted(o)) => WatchEvent::Deleted(present(&o)),
+            (_, event) => event,
+        })
+    }
+
+    /// The next event, its objects as stored.
+    async fn next_stored(&mut self) -> Option<WatchEvent> {
         loop {
             if let Some(ev) = self.pending.pop_front() {
                 if matches!(ev, WatchEvent::Error(_)) {
