@@ -51,6 +51,8 @@ pub struct CreateStats {
     pub p99: Duration,
     /// Slowest create.
     pub max: Duration,
+    /// The first failure's message, if any create failed.
+    pub first_error: Option<String>,
 }
 
 impl CreateStats {
@@ -113,6 +115,7 @@ where
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut errors = 0;
+            let mut first_error = None;
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= count {
@@ -122,17 +125,21 @@ where
                 let t = Instant::now();
                 match api.create(&PostParams::default(), &pod).await {
                     Ok(_) => latencies.push(t.elapsed()),
-                    Err(_) => errors += 1,
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert_with(|| e.to_string());
+                    }
                 }
             }
-            (latencies, errors)
+            (latencies, errors, first_error)
         }));
     }
-    let (mut latencies, mut errors) = (Vec::with_capacity(count), 0);
+    let (mut latencies, mut errors, mut first_error) = (Vec::with_capacity(count), 0, None);
     for task in tasks {
-        if let Ok((l, e)) = task.await {
+        if let Ok((l, e, first)) = task.await {
             latencies.extend(l);
             errors += e;
+            first_error = first_error.or(first);
         }
     }
     let elapsed = started.elapsed();
@@ -150,6 +157,7 @@ where
         p50: pick(0.50),
         p99: pick(0.99),
         max: latencies.last().copied().unwrap_or_default(),
+        first_error,
     }
 }
 

@@ -164,10 +164,20 @@ fn scale_cluster(index: usize, workers: usize) -> anyhow::Result<RayCluster> {
 async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult> {
     let mut sim = start_sim(options).await?;
     let client = sim.client();
+    // The RayClusters exist (no operator watches them) so that the pods' owner references are real, as
+    // the operator's are: kube-sim validates them and garbage-collects pods whose owner is missing.
+    run::install_crds(&client).await?;
+    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
     let config = PodGenConfig::default();
     let mut templates = Vec::with_capacity(options.clusters);
     for index in 0..options.clusters {
-        let cluster = scale_cluster(index, options.workers_per_cluster)?;
+        let cluster = api
+            .create(
+                &PostParams::default(),
+                &scale_cluster(index, options.workers_per_cluster)?,
+            )
+            .await
+            .with_context(|| format!("creating RayCluster {index}"))?;
         let generator = PodGenerator::new(&cluster, &config);
         let head = generator.head_pod().context("generating the head pod")?;
         let worker = generator.worker_template(0).context("generating the worker template")?;
@@ -189,10 +199,11 @@ async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult
     .await;
     if stats.created != options.pods() {
         bail!(
-            "the bare client created {} of {} pods ({} errors)",
+            "the bare client created {} of {} pods ({} errors, the first: {})",
             stats.created,
             options.pods(),
-            stats.errors
+            stats.errors,
+            stats.first_error.as_deref().unwrap_or("-")
         );
     }
     let all_created_secs = stats.elapsed.as_secs_f64();
