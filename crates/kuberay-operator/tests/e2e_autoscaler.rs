@@ -12,7 +12,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,12 +20,12 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use kube_sim::ray::{HollowAutoscalerOptions, HollowRay, HollowRayOptions, rayclusters_gvr};
-use kube_sim::{SimConfig, SimServer, WatchEvent, WatchOptions};
+use kube_sim::{SimConfig, WatchEvent, WatchOptions};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
 
 mod common;
-use common::{Operator, free_port, install_crds};
+use common::{Operator, SimEnv, free_port, running};
 
 const NS: &str = "default";
 const CLUSTER: &str = "raycluster-autoscaler";
@@ -47,14 +46,10 @@ where
 
 /// The RayCluster and ConfigMap documents of KubeRay's sample.
 fn sample() -> (RayCluster, ConfigMap) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kuberay-v1.7.0/samples/ray-cluster.autoscaler.yaml");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let docs: Vec<Value> = ray_api::yaml::from_yaml_documents(&text).unwrap();
-    let doc = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap().clone();
-    let mut cluster: RayCluster = serde_json::from_value(doc("RayCluster")).unwrap();
+    const FILE: &str = "ray-cluster.autoscaler.yaml";
+    let mut cluster: RayCluster = common::sample_document(FILE, "RayCluster");
     cluster.metadata.namespace = Some(NS.into());
-    let config_map: ConfigMap = serde_json::from_value(doc("ConfigMap")).unwrap();
+    let config_map: ConfigMap = common::sample_document(FILE, "ConfigMap");
     (cluster, config_map)
 }
 
@@ -111,11 +106,10 @@ async fn worker_pods(pods: &Api<Pod>) -> Vec<Pod> {
 async fn wait_for_running_workers(pods: &Api<Pod>, n: usize) -> Vec<String> {
     wait_for(&format!("{n} Running worker pods"), || async {
         let workers = worker_pods(pods).await;
-        let running = workers.iter().all(|p| {
-            p.metadata.deletion_timestamp.is_none()
-                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-        });
-        (workers.len() == n && running).then(|| workers.iter().map(|p| p.name_any()).collect())
+        let all_running = workers
+            .iter()
+            .all(|p| p.metadata.deletion_timestamp.is_none() && running(p));
+        (workers.len() == n && all_running).then(|| workers.iter().map(|p| p.name_any()).collect())
     })
     .await
 }
@@ -141,7 +135,12 @@ fn workers_to_delete(cluster: &RayCluster) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn autoscaler_sample_scales_with_actors() {
-    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("autoscaler", SimConfig::default()).await;
     let ray = HollowRay::attach(
         &sim,
         HollowRayOptions {
@@ -152,8 +151,6 @@ async fn autoscaler_sample_scales_with_actors() {
             ..HollowRayOptions::default()
         },
     );
-    let client = sim.client();
-    install_crds(&client).await;
 
     // Every `workersToDelete` value the RayCluster ever had, straight from the store's watch.
     let seen_to_delete: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
@@ -180,9 +177,6 @@ async fn autoscaler_sample_scales_with_actors() {
         })
     };
 
-    let dir = common::temp_dir("autoscaler");
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
     let _operator = Operator::start(&dir, &kubeconfig, NS, free_port(), free_port(), &[]);
 
     let (mut cluster, config_map) = sample();
@@ -199,9 +193,7 @@ async fn autoscaler_sample_scales_with_actors() {
     let head = wait_for("the Running head pod", || async {
         let selector = format!("ray.io/cluster={CLUSTER},ray.io/node-type=head");
         let list = pods.list(&ListParams::default().labels(&selector)).await.unwrap();
-        list.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        list.items.into_iter().find(running)
     })
     .await;
     let spec = head.spec.as_ref().unwrap();

@@ -16,15 +16,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube_sim::server::render_kubeconfig;
-use kube_sim::{FaultConfig, Gvr, ListOptions, PatchKind, SimConfig, SimHandle, SimServer, Store, WatchEvent};
+use kube_sim::{FaultConfig, Gvr, ListOptions, PatchKind, SimConfig, SimHandle, Store, WatchEvent};
 use ray_api::ClusterState;
 use ray_api::constants::{NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL};
 use ray_reconcile::controller::WATCH_LIST_LOG;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
-use common::{Operator, free_port, install_crds, temp_dir};
+use common::{Operator, free_port, http_get, resident_memory_bytes, temp_dir};
 
 const NS: &str = "default";
 /// The one worker group of every test cluster.
@@ -303,35 +302,11 @@ impl PodSampler {
     }
 }
 
-async fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
 /// `process_resident_memory_bytes` from the operator's `/metrics`.
 async fn operator_rss(metrics_port: u16) -> f64 {
     let (code, metrics) = http_get(metrics_port, "/metrics").await;
     assert_eq!(code, 200, "{metrics}");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("process_resident_memory_bytes")
+    resident_memory_bytes(&metrics)
 }
 
 /// The current holder of the leader-election Lease, if any.
@@ -394,8 +369,7 @@ fn pod_writes_of(sim: &SimHandle, client: &str) -> u64 {
 
 /// A simulator with our CRDs and a kubeconfig per client token under `dir`.
 async fn start_sim(dir: &Path, tokens: &[&str]) -> SimHandle {
-    let sim = SimServer::start(SimConfig::default()).await.unwrap();
-    install_crds(&sim.client()).await;
+    let sim = common::start_sim(SimConfig::default()).await;
     for token in tokens {
         std::fs::write(
             dir.join(format!("kubeconfig-{token}")),

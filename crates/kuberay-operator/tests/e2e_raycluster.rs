@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -14,10 +14,9 @@ use kube::core::crd::CustomResourceExt as _;
 use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
-use common::{Operator, free_port, install_crds};
+use common::{Operator, SimEnv, free_port, http_get, one_head_and_running_workers, resident_memory_bytes};
 
 const NS: &str = "default";
 const NAME: &str = "raycluster-kuberay";
@@ -26,26 +25,6 @@ const WAIT: Duration = Duration::from_secs(60);
 fn start_operator(dir: &Path, kubeconfig: &Path, metrics_port: u16, probe_port: u16, extra: &[&str]) -> Operator {
     let flags: Vec<&str> = ["--enable-metrics"].into_iter().chain(extra.iter().copied()).collect();
     Operator::start(dir, kubeconfig, NS, metrics_port, probe_port, &flags)
-}
-
-async fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Poll `check` every 100 ms until it yields `Some`, failing after [`WAIT`].
@@ -57,37 +36,21 @@ where
     common::wait_for(what, WAIT, Duration::from_millis(100), check).await
 }
 
-/// Live (not terminating) pods of the cluster with their node type and phase.
+/// Live (not terminating) pods of the cluster.
 async fn cluster_pods(client: &Client, ns: &str) -> Vec<Pod> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    pods.list(&ListParams::default().labels(&format!("ray.io/cluster={NAME}")))
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect()
-}
-
-fn node_type(pod: &Pod) -> &str {
-    pod.labels()
-        .get("ray.io/node-type")
-        .map(String::as_str)
-        .unwrap_or_default()
-}
-
-fn running(pod: &Pod) -> bool {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    common::live_cluster_pods(client, ns, NAME).await
 }
 
 /// Waits until the cluster has one running head and `workers` running workers; returns the worker names.
 async fn wait_for_workers(client: &Client, ns: &str, workers: usize) -> Vec<String> {
     wait_for(&format!("1 head + {workers} running workers"), || async {
         let pods = cluster_pods(client, ns).await;
-        let heads = pods.iter().filter(|p| node_type(p) == "head").collect::<Vec<_>>();
-        let ws = pods.iter().filter(|p| node_type(p) == "worker").collect::<Vec<_>>();
-        (heads.len() == 1 && ws.len() == workers && pods.iter().all(running))
-            .then(|| ws.iter().map(|p| p.name_any()).collect())
+        one_head_and_running_workers(&pods, workers).then(|| {
+            pods.iter()
+                .filter(|p| common::node_type(p) == "worker")
+                .map(|p| p.name_any())
+                .collect()
+        })
     })
     .await
 }
@@ -127,31 +90,22 @@ async fn patch_group(client: &Client, replicas: i32, workers_to_delete: Option<V
 }
 
 fn sample(ns: &str) -> RayCluster {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kuberay-v1.7.0/samples/ray-cluster.sample.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut cluster: RayCluster = ray_api::yaml::from_yaml_documents(&text).unwrap().remove(0);
+    let doc = common::sample_documents("ray-cluster.sample.yaml").remove(0);
+    let mut cluster: RayCluster = serde_json::from_value(doc).unwrap();
     cluster.metadata.namespace = Some(ns.into());
     cluster
 }
 
-fn temp_dir() -> PathBuf {
-    common::temp_dir("raycluster")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raycluster_sample_lifecycle() {
-    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-        .await
-        .unwrap();
-    let client = sim.client();
-
-    install_crds(&client).await;
+    let SimEnv {
+        sim: _sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("raycluster", kube_sim::SimConfig::default()).await;
     assert_eq!(RayCluster::crd_name(), "rayclusters.ray.io");
 
-    let dir = temp_dir();
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
     let (metrics_port, probe_port) = (free_port(), free_port());
     let mut operator = start_operator(&dir, &kubeconfig, metrics_port, probe_port, &[]);
 
@@ -250,11 +204,7 @@ async fn raycluster_sample_lifecycle() {
     assert_eq!(code, 200);
     assert!(metrics.contains("controller_runtime_reconcile_total"), "{metrics}");
     assert!(metrics.contains("kuberay_cluster_info"), "{metrics}");
-    let rss: f64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("process_resident_memory_bytes");
+    let rss = resident_memory_bytes(&metrics);
     assert!(rss > 0.0);
     eprintln!("operator RSS after e2e: {rss} bytes ({:.1} MiB)", rss / 1048576.0);
 
@@ -303,12 +253,12 @@ async fn watch_namespace_scopes_the_operator() {
         extra_namespaces: vec!["team-a".into(), "team-b".into()],
         ..kube_sim::SimConfig::default()
     };
-    let sim = kube_sim::SimServer::start(config).await.unwrap();
-    let client = sim.client();
-    install_crds(&client).await;
-    let dir = temp_dir();
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let SimEnv {
+        sim: _sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("raycluster", config).await;
     let (metrics_port, probe_port) = (free_port(), free_port());
     let file_log = dir.join("file.log");
     let mut operator = start_operator(
@@ -382,14 +332,12 @@ async fn watch_namespace_scopes_the_operator() {
 /// cleanup Job (the hollow Job controller completes it) before the finalizer goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcs_ft_redis_cleanup_finalizer() {
-    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-        .await
-        .unwrap();
-    let client = sim.client();
-    install_crds(&client).await;
-    let dir = temp_dir();
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let SimEnv {
+        sim: _sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("raycluster", kube_sim::SimConfig::default()).await;
     let (metrics_port, probe_port) = (free_port(), free_port());
     let mut operator = start_operator(
         &dir,
@@ -423,10 +371,7 @@ async fn gcs_ft_redis_cleanup_finalizer() {
     .await;
     assert_eq!(job.labels()["ray.io/node-type"], "redis-cleanup");
     // Pods were deleted before the Job was created.
-    wait_for("cluster gone after the cleanup Job", || async {
-        clusters.get_opt(NAME).await.unwrap().is_none().then_some(())
-    })
-    .await;
+    wait_for("cluster gone after the cleanup Job", || common::gone(&clusters, NAME)).await;
 
     let exit = operator.terminate();
     assert!(exit.success(), "operator exited with {exit}");

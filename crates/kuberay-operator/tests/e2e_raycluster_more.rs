@@ -19,7 +19,7 @@ use ray_gang::volcano::{PodGroup, Queue};
 use serde_json::{Value, json};
 
 mod common;
-use common::{Operator, free_port, install_crds};
+use common::{Operator, SimEnv, free_port, node_type, running};
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(60);
@@ -46,20 +46,18 @@ struct Env {
 impl Env {
     /// kube-sim with our CRDs (plus `extra_crds`), then the operator with `flags`.
     async fn start(tag: &str, extra_crds: &[Value], flags: &[&str]) -> Env {
-        let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-            .await
-            .unwrap();
-        let client = sim.client();
-        install_crds(&client).await;
+        let SimEnv {
+            sim,
+            client,
+            dir,
+            kubeconfig,
+        } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         for crd in extra_crds {
             crds.create(&PostParams::default(), &serde_json::from_value(crd.clone()).unwrap())
                 .await
                 .unwrap();
         }
-        let dir = common::temp_dir(tag);
-        let kubeconfig = dir.join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).unwrap();
         let probe_port = free_port();
         let operator = Operator::start(&dir, &kubeconfig, NS, free_port(), probe_port, flags);
         Env {
@@ -85,23 +83,14 @@ impl Env {
 
     /// Live (not terminating) pods of a cluster.
     async fn pods(&self, cluster: &str) -> Vec<Pod> {
-        self.api::<Pod>()
-            .list(&ListParams::default().labels(&format!("ray.io/cluster={cluster}")))
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .collect()
+        common::live_cluster_pods(&self.client, NS, cluster).await
     }
 
     /// Waits until `cluster` has 1 running head and `workers` running workers; returns its pods.
     async fn wait_running(&self, cluster: &str, workers: usize) -> Vec<Pod> {
         wait_for(&format!("{cluster}: 1 head + {workers} running workers"), || async {
             let pods = self.pods(cluster).await;
-            let heads = pods.iter().filter(|p| node_type(p) == "head").count();
-            let ws = pods.iter().filter(|p| node_type(p) == "worker").count();
-            (heads == 1 && ws == workers && pods.iter().all(running)).then_some(pods)
+            common::one_head_and_running_workers(&pods, workers).then_some(pods)
         })
         .await
     }
@@ -120,18 +109,25 @@ impl Env {
         serde_json::to_value(status).unwrap()["state"].clone()
     }
 
+    /// The first event with `reason` about the object named `regarding`, if any yet.
+    async fn event(&self, reason: &str, regarding: &str) -> Option<Event> {
+        self.api::<Event>()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some(reason)
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(regarding)
+            })
+    }
+
     /// The operator still answers its liveness probe.
     async fn assert_operator_alive(&self) {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.probe_port))
+        let response = common::http_get_response(self.probe_port, "/healthz")
             .await
             .expect("operator probe port closed");
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        stream
-            .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
         assert!(response.starts_with("HTTP/1.1 200"), "healthz: {response}");
     }
 
@@ -142,32 +138,9 @@ impl Env {
     }
 }
 
-fn node_type(pod: &Pod) -> &str {
-    pod.labels()
-        .get("ray.io/node-type")
-        .map(String::as_str)
-        .unwrap_or_default()
-}
-
-fn running(pod: &Pod) -> bool {
-    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-}
-
-fn sample_path(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kuberay-v1.7.0/samples")
-        .join(file)
-}
-
-/// The documents of a KubeRay sample, as JSON.
-fn sample_documents(file: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(sample_path(file)).unwrap();
-    ray_api::yaml::from_yaml_documents(&text).unwrap()
-}
-
 /// `ray-cluster.sample.yaml` renamed to `name`.
 fn sample_cluster(name: &str) -> RayCluster {
-    let doc = sample_documents("ray-cluster.sample.yaml").remove(0);
+    let doc = common::sample_documents("ray-cluster.sample.yaml").remove(0);
     let mut cluster: RayCluster = serde_json::from_value(doc).unwrap();
     cluster.metadata.name = Some(name.into());
     cluster.metadata.namespace = Some(NS.into());
@@ -220,7 +193,7 @@ fn pod_group_phase(pg: &PodGroup) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volcano_gang_scheduling_walkthrough() {
     let env = Env::start("volcano", &volcano_crds(), &["--batch-scheduler", "volcano"]).await;
-    let docs = sample_documents("ray-cluster.volcano-scheduler-queue.yaml");
+    let docs = common::sample_documents("ray-cluster.volcano-scheduler-queue.yaml");
     let queue_doc = docs.iter().find(|d| d["kind"] == "Queue").unwrap().clone();
     let cluster_doc = docs.iter().find(|d| d["kind"] == "RayCluster").unwrap().clone();
 
@@ -331,12 +304,8 @@ async fn volcano_gang_scheduling_walkthrough() {
     env.wait_running("test-cluster-1", 2).await;
     env.wait_ready("test-cluster-1").await;
     // The first cluster's PodGroup went with it (owner reference).
-    wait_for("ray-test-cluster-0-pg garbage-collected", || async {
-        pgs.get_opt("ray-test-cluster-0-pg")
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
+    wait_for("ray-test-cluster-0-pg garbage-collected", || {
+        common::gone(&pgs, "ray-test-cluster-0-pg")
     })
     .await;
     env.finish();
@@ -359,18 +328,8 @@ async fn invalid_spec_is_reported_and_does_not_block_others() {
         .await
         .unwrap();
 
-    let events: Api<Event> = env.api();
-    let event = wait_for("InvalidRayClusterSpec event", || async {
-        events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("InvalidRayClusterSpec")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("bad-cluster")
-            })
+    let event = wait_for("InvalidRayClusterSpec event", || {
+        env.event("InvalidRayClusterSpec", "bad-cluster")
     })
     .await;
     assert_eq!(event.type_.as_deref(), Some("Warning"));
@@ -443,10 +402,7 @@ async fn deleted_worker_and_failed_head_are_replaced() {
     })
     .await;
     assert!(new_head.name_any().starts_with(&format!("{name}-head-")));
-    wait_for("the failed head is gone", || async {
-        pod_api.get_opt(&head).await.unwrap().is_none().then_some(())
-    })
-    .await;
+    wait_for("the failed head is gone", || common::gone(&pod_api, &head)).await;
     env.wait_ready(name).await;
     let events: Api<Event> = env.api();
     let deleted_head = events
@@ -615,25 +571,9 @@ async fn gcs_storage_pvc_for_the_rocksdb_backend() {
         .find_map(|v| v.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone()));
     assert_eq!(claim, Some(format!("{name}-gcs-pvc")));
 
-    let events: Api<Event> = env.api();
-    let event = |reason: &'static str, regarding: &'static str| {
-        let events = events.clone();
-        async move {
-            events
-                .list(&ListParams::default())
-                .await
-                .unwrap()
-                .items
-                .into_iter()
-                .find(|e| {
-                    e.reason.as_deref() == Some(reason)
-                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(regarding)
-                })
-        }
-    };
-    let created = wait_for("CreatedPVC", || event("CreatedPVC", "rocksdb-cluster")).await;
+    let created = wait_for("CreatedPVC", || env.event("CreatedPVC", "rocksdb-cluster")).await;
     assert_eq!(created.type_.as_deref(), Some("Normal"));
-    let missing = wait_for("FailedToCreatePVC", || event("FailedToCreatePVC", "byo-cluster")).await;
+    let missing = wait_for("FailedToCreatePVC", || env.event("FailedToCreatePVC", "byo-cluster")).await;
     assert_eq!(missing.type_.as_deref(), Some("Warning"));
     assert_eq!(missing.action.as_deref(), Some("Validate"));
     assert!(
@@ -648,13 +588,7 @@ async fn gcs_storage_pvc_for_the_rocksdb_backend() {
     env.wait_running("byo-cluster", 1).await;
 
     env.clusters().delete(name, &DeleteParams::default()).await.unwrap();
-    wait_for("the PVC is garbage-collected", || async {
-        pvcs.get_opt(&format!("{name}-gcs-pvc"))
-            .await
-            .unwrap()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    let pvc_name = format!("{name}-gcs-pvc");
+    wait_for("the PVC is garbage-collected", || common::gone(&pvcs, &pvc_name)).await;
     env.finish();
 }

@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
@@ -16,12 +15,11 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_sim::SimHandle;
 use kube_sim::ray::{HollowRay, HollowRayOptions};
-use ray_api::{RayCluster, RayJob};
+use ray_api::{RayCluster, RayJob, RayJobStatus};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
-use common::{Operator, free_port, install_crds};
+use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(50);
@@ -45,15 +43,13 @@ struct Env {
 impl Env {
     async fn start(tag: &str, options: HollowRayOptions) -> Env {
         let slot = SLOTS.acquire().await.unwrap();
-        let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-            .await
-            .unwrap();
+        let SimEnv {
+            sim,
+            client,
+            dir,
+            kubeconfig,
+        } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
         let ray = HollowRay::attach(&sim, options);
-        let client = sim.client();
-        install_crds(&client).await;
-        let dir = common::temp_dir(tag);
-        let kubeconfig = dir.join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).unwrap();
         let metrics_port = free_port();
         let operator = Operator::start(
             &dir,
@@ -102,6 +98,15 @@ impl Env {
         .await
     }
 
+    /// Waits (as `what`) until the RayJob's `jobStatus` is `job_status`; returns the RayJob.
+    async fn wait_job_status(&self, what: &str, name: &str, job_status: &str) -> RayJob {
+        wait_for(what, || async {
+            let job = self.get(name).await;
+            (job_status_of(&job) == job_status).then_some(job)
+        })
+        .await
+    }
+
     async fn patch_spec(&self, name: &str, spec: Value) {
         self.rayjobs()
             .patch(name, &PatchParams::default(), &Patch::Merge(&json!({ "spec": spec })))
@@ -132,19 +137,7 @@ impl Env {
 
     /// The operator's `/metrics` text.
     async fn metrics(&self) -> String {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.metrics_port))
-            .await
-            .unwrap();
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        response
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default()
+        common::http_get(self.metrics_port, "/metrics").await.1
     }
 
     /// Reasons of the events published on the RayJob `name`.
@@ -171,12 +164,7 @@ where
 }
 
 fn sample() -> RayJob {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kuberay-v1.7.0/samples/ray-job.sample.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let docs: Vec<Value> = ray_api::yaml::from_yaml_documents(&text).unwrap();
-    let doc = docs.into_iter().find(|d| d["kind"] == "RayJob").unwrap();
-    let mut job: RayJob = serde_json::from_value(doc).unwrap();
+    let mut job: RayJob = common::sample_document("ray-job.sample.yaml", "RayJob");
     job.metadata.namespace = Some(NS.into());
     job
 }
@@ -189,28 +177,25 @@ fn sample_named(name: &str, entrypoint: &str) -> RayJob {
     job
 }
 
-fn deployment_of(job: &RayJob) -> String {
+/// One field of the RayJob's status as text (empty when the status or the field is unset).
+fn status_text<T: ToString>(job: &RayJob, field: impl FnOnce(&RayJobStatus) -> Option<&T>) -> String {
     job.status
         .as_ref()
-        .and_then(|s| s.job_deployment_status.as_ref())
-        .map(|s| s.to_string())
+        .and_then(field)
+        .map(ToString::to_string)
         .unwrap_or_default()
+}
+
+fn deployment_of(job: &RayJob) -> String {
+    status_text(job, |s| s.job_deployment_status.as_ref())
 }
 
 fn job_status_of(job: &RayJob) -> String {
-    job.status
-        .as_ref()
-        .and_then(|s| s.job_status.as_ref())
-        .map(|s| s.to_string())
-        .unwrap_or_default()
+    status_text(job, |s| s.job_status.as_ref())
 }
 
 fn reason_of(job: &RayJob) -> String {
-    job.status
-        .as_ref()
-        .and_then(|s| s.reason.as_ref())
-        .map(|s| s.to_string())
-        .unwrap_or_default()
+    status_text(job, |s| s.reason.as_ref())
 }
 
 fn fast_jobs() -> HollowRayOptions {
@@ -422,11 +407,7 @@ async fn suspend_and_resume() {
     let mut long = sample_named(name, "python /home/ray/samples/sample_code.py && sleep 60");
     long.spec.shutdown_after_job_finishes = Some(true);
     env.create(&long).await;
-    let running = wait_for("the long job RUNNING", || async {
-        let job = env.get(name).await;
-        (job_status_of(&job) == "RUNNING").then_some(job)
-    })
-    .await;
+    let running = env.wait_job_status("the long job RUNNING", name, "RUNNING").await;
     let cluster = running.status.unwrap().ray_cluster_name.unwrap();
     assert!(env.cluster_live(&cluster).await);
     env.patch_spec(name, json!({ "suspend": true })).await;
@@ -697,21 +678,15 @@ async fn deleting_a_running_rayjob_stops_its_ray_job() {
         "python /home/ray/samples/sample_code.py && sleep 60",
     ))
     .await;
-    let running = wait_for("the job RUNNING", || async {
-        let job = env.get(name).await;
-        (job_status_of(&job) == "RUNNING").then_some(job)
-    })
-    .await;
+    let running = env.wait_job_status("the job RUNNING", name, "RUNNING").await;
     assert_eq!(running.finalizers(), ["ray.io/rayjob-finalizer"]);
     let status = running.status.unwrap();
     let head = env.ray.head(NS, &status.ray_cluster_name.unwrap()).unwrap();
     let job_id = status.job_id.unwrap();
 
     env.rayjobs().delete(name, &Default::default()).await.unwrap();
-    wait_for("the RayJob gone", || async {
-        env.rayjobs().get_opt(name).await.unwrap().is_none().then_some(())
-    })
-    .await;
+    let rayjobs = env.rayjobs();
+    wait_for("the RayJob gone", || common::gone(&rayjobs, name)).await;
     assert_eq!(head.job(&job_id).unwrap().status, kube_sim::ray::JobStatus::Stopped);
 }
 

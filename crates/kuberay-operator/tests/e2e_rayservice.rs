@@ -11,20 +11,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{EnvVar, Pod, Service};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use kube_sim::ray::{AppStatus, HollowRay, HollowRayOptions};
 use ray_api::{RayCluster, RayService};
-use serde_json::Value;
 
 mod common;
-use common::{Operator, free_port, install_crds};
+use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";
 const NAME: &str = "rayservice-sample";
@@ -53,12 +52,7 @@ where
 }
 
 fn sample() -> RayService {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/kuberay-v1.7.0/samples/ray-service.sample.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let docs: Vec<Value> = ray_api::yaml::from_yaml_documents(&text).unwrap();
-    let doc = docs.into_iter().find(|d| d["kind"] == "RayService").unwrap();
-    let mut service: RayService = serde_json::from_value(doc).unwrap();
+    let mut service: RayService = common::sample_document("ray-service.sample.yaml", "RayService");
     service.metadata.namespace = Some(NS.into());
     service.spec.ray_cluster_deletion_delay_seconds = Some(DELETION_DELAY_SECONDS);
     service
@@ -170,6 +164,25 @@ fn mango_price(ray: &HollowRay, cluster: &str) -> Option<i64> {
         .as_i64()
 }
 
+/// The head container of the RayService's `rayClusterConfig`.
+fn head_container(service: &mut RayService) -> &mut Container {
+    &mut service
+        .spec
+        .ray_cluster_config
+        .head_group_spec
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+}
+
+/// Replaces the first `from` in the RayService's `serveConfigV2` with `to`.
+fn replace_in_serve_config(service: &mut RayService, from: &str, to: &str) {
+    let config = service.spec.serve_config_v2.clone().unwrap();
+    service.spec.serve_config_v2 = Some(config.replacen(from, to, 1));
+}
+
 /// Applies `change` to the stored RayService and writes it back (retrying on conflicts).
 async fn update_spec(rayservices: &Api<RayService>, change: impl Fn(&mut RayService)) {
     update_spec_of(rayservices, NAME, change).await;
@@ -210,16 +223,13 @@ async fn wait_ready_of(rayservices: &Api<RayService>, name: &str, what: &str) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rayservice_sample_ready_update_in_place_and_blue_green() {
-    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-        .await
-        .unwrap();
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("rayservice", kube_sim::SimConfig::default()).await;
     let ray = Arc::new(HollowRay::attach(&sim, HollowRayOptions::default()));
-    let client = sim.client();
-    install_crds(&client).await;
-
-    let dir = common::temp_dir("rayservice");
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
     let _operator = start_operator(&dir, &kubeconfig);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -263,11 +273,7 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
     assert_eq!(mango_price(&ray, &first), Some(3));
 
     // 2. serveConfigV2 change: submitted to the same cluster, no new cluster.
-    update_spec(&rayservices, |s| {
-        let config = s.spec.serve_config_v2.clone().unwrap();
-        s.spec.serve_config_v2 = Some(config.replacen("price: 3", "price: 4", 1));
-    })
-    .await;
+    update_spec(&rayservices, |s| replace_in_serve_config(s, "price: 3", "price: 4")).await;
     wait_for("the hollow head to run the new serve config", || async {
         (mango_price(&ray, &first) == Some(4)).then_some(())
     })
@@ -279,16 +285,7 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
 
     // 3. rayClusterConfig change: a new cluster, the services move once it serves, the old goes.
     update_spec(&rayservices, |s| {
-        let container = &mut s
-            .spec
-            .ray_cluster_config
-            .head_group_spec
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0];
-        container.env.get_or_insert_with(Vec::new).push(EnvVar {
+        head_container(s).env.get_or_insert_with(Vec::new).push(EnvVar {
             name: "UPGRADE_MARKER".into(),
             value: Some("blue-green".into()),
             ..EnvVar::default()
@@ -321,10 +318,7 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
     assert_eq!(mango_price(&ray, &second), Some(4));
     let head_svc = services.get("rayservice-sample-head-svc").await.unwrap();
     assert_eq!(selected_cluster(&head_svc).as_deref(), Some(second.as_str()));
-    wait_for("the old cluster to be deleted", || async {
-        clusters.get_opt(&first).await.unwrap().is_none().then_some(())
-    })
-    .await;
+    wait_for("the old cluster to be deleted", || common::gone(&clusters, &first)).await;
     wait_ready(&rayservices, "Ready after the upgrade").await;
 
     stop.store(true, Ordering::Relaxed);
@@ -411,15 +405,13 @@ fn finalizer_present(service: &RayService) -> bool {
 /// time and deletes its cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rayservice_upgrade_none_and_initializing_timeout() {
-    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
-        .await
-        .unwrap();
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("rayservice-none", kube_sim::SimConfig::default()).await;
     let ray = HollowRay::attach(&sim, HollowRayOptions::default());
-    let client = sim.client();
-    install_crds(&client).await;
-    let dir = common::temp_dir("rayservice-none");
-    let kubeconfig = dir.join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).unwrap();
     let _operator = start_operator(&dir, &kubeconfig);
     let rayservices: Api<RayService> = Api::namespaced(client.clone(), NS);
     let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
@@ -467,16 +459,7 @@ async fn rayservice_upgrade_none_and_initializing_timeout() {
     let ready = wait_ready_of(&rayservices, "steady", "the None-strategy RayService to become Ready").await;
     let cluster = active_name(&ready).unwrap();
     update_spec_of(&rayservices, "steady", |s| {
-        let container = &mut s
-            .spec
-            .ray_cluster_config
-            .head_group_spec
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0];
-        container.image = Some("rayproject/ray:2.52.1".into());
+        head_container(s).image = Some("rayproject/ray:2.52.1".into());
     })
     .await;
     // Several passes later: still one cluster, no pending one, no upgrade.
@@ -497,8 +480,7 @@ async fn rayservice_upgrade_none_and_initializing_timeout() {
 
     // A serve config change still reaches the running cluster.
     update_spec_of(&rayservices, "steady", |s| {
-        let config = s.spec.serve_config_v2.clone().unwrap();
-        s.spec.serve_config_v2 = Some(config.replacen("price: 3", "price: 5", 1));
+        replace_in_serve_config(s, "price: 3", "price: 5")
     })
     .await;
     wait_for("the serve config change on the same cluster", || async {

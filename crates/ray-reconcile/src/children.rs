@@ -112,7 +112,7 @@ pub async fn reconcile_ingress(cluster: &RayCluster, ctx: &Context) -> Result<()
     let ns = cluster_namespace(cluster).to_owned();
     let name = desired.name_any();
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &ns);
-    let existing = api.get_opt(&name).await.map_err(|e| PassError::plain(e.to_string()))?;
+    let existing = get_child(&api, &name).await?;
     match plan_ingress(cluster, desired, existing.as_ref()) {
         IngressAction::Keep => Ok(()),
         IngressAction::Create(ingress) => {
@@ -231,27 +231,47 @@ pub async fn reconcile_auth_secret(cluster: &RayCluster, ctx: &Context) -> Resul
     }
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), cluster_namespace(cluster));
     let name = auth_secret_name(cluster);
-    if api
-        .get_opt(&name)
-        .await
-        .map_err(|e| PassError::plain(e.to_string()))?
-        .is_some()
-    {
-        return Ok(());
+    let created = create_if_missing(&api, cluster, &name, "auth secret", || {
+        let token = random_auth_token()
+            .map_err(|e| PassError::plain(format!("failed to generate the auth token for secret {name}: {e}")))?;
+        Ok(build_auth_secret(cluster, &token))
+    })
+    .await?;
+    if created {
+        debug!(secret = %name, "created auth token secret");
     }
-    let token = random_auth_token()
-        .map_err(|e| PassError::plain(format!("failed to generate the auth token for secret {name}: {e}")))?;
-    match api
-        .create(&PostParams::default(), &build_auth_secret(cluster, &token))
-        .await
-    {
-        Ok(_) => {
-            debug!(secret = %name, "created auth token secret");
-            Ok(())
-        }
-        Err(e) if is_already_exists(&e) => Ok(()),
+    Ok(())
+}
+
+/// A child object of the cluster by name (`None` when missing); API errors become plain pass errors.
+async fn get_child<K>(api: &Api<K>, name: &str) -> Result<Option<K>, PassError>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    api.get_opt(name).await.map_err(|e| PassError::plain(e.to_string()))
+}
+
+/// KubeRay's get-or-create of a child it never updates and reports no event for: when `name` is missing,
+/// creates what `build` returns (one created meanwhile counts as there). Returns whether this call created
+/// it; a failed create reads `failed to create <what> <namespace>/<name>: <error>`.
+async fn create_if_missing<K>(
+    api: &Api<K>,
+    cluster: &RayCluster,
+    name: &str,
+    what: &str,
+    build: impl FnOnce() -> Result<K, PassError>,
+) -> Result<bool, PassError>
+where
+    K: Clone + Serialize + DeserializeOwned + Debug,
+{
+    if get_child(api, name).await?.is_some() {
+        return Ok(false);
+    }
+    match api.create(&PostParams::default(), &build()?).await {
+        Ok(_) => Ok(true),
+        Err(e) if is_already_exists(&e) => Ok(false),
         Err(e) => Err(PassError::plain(format!(
-            "failed to create auth secret {}/{name}: {e}",
+            "failed to create {what} {}/{name}: {e}",
             cluster_namespace(cluster)
         ))),
     }
@@ -320,26 +340,14 @@ pub async fn reconcile_serve_service(cluster: &RayCluster, ctx: &Context) -> Res
     }
     let api: Api<Service> = Api::namespaced(ctx.client.clone(), cluster_namespace(cluster));
     let name = serve_service_name(cluster_name(cluster));
-    if api
-        .get_opt(&name)
-        .await
-        .map_err(|e| PassError::plain(e.to_string()))?
-        .is_some()
-    {
-        return Ok(());
+    let created = create_if_missing(&api, cluster, &name, "serve service", || {
+        build_serve_service(cluster).map_err(|e| PassError::plain(e.to_string()))
+    })
+    .await?;
+    if created {
+        debug!(service = %name, "created serve service");
     }
-    let service = build_serve_service(cluster).map_err(|e| PassError::plain(e.to_string()))?;
-    match api.create(&PostParams::default(), &service).await {
-        Ok(_) => {
-            debug!(service = %name, "created serve service");
-            Ok(())
-        }
-        Err(e) if is_already_exists(&e) => Ok(()),
-        Err(e) => Err(PassError::plain(format!(
-            "failed to create serve service {}/{name}: {e}",
-            cluster_namespace(cluster)
-        ))),
-    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -421,7 +429,7 @@ pub async fn reconcile_gcs_storage_pvc(cluster: &RayCluster, ctx: &Context) -> R
     let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ns);
     let get = |name: String| {
         let api = api.clone();
-        async move { api.get_opt(&name).await.map_err(|e| PassError::plain(e.to_string())) }
+        async move { get_child(&api, &name).await }
     };
     match plan_gcs_pvc(cluster) {
         GcsPvcPlan::NotNeeded => Ok(()),
@@ -478,12 +486,7 @@ pub async fn reconcile_gcs_storage_pvc(cluster: &RayCluster, ctx: &Context) -> R
 /// Whether `reconcilePods` reaches the batch-scheduler hook: not while the cluster is suspending or
 /// suspended (or asked to suspend), where it returns before.
 pub fn batch_scheduling_due(cluster: &RayCluster, gates: &FeatureGates) -> bool {
-    let conds = cluster
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    let suspend = suspend_status(conds);
+    let suspend = suspend_status(conditions::cluster_conditions(cluster));
     if suspend == Some(conditions::RAY_CLUSTER_SUSPENDING) || cluster.spec.suspend == Some(true) {
         return false;
     }

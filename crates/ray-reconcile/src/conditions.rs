@@ -37,6 +37,15 @@ pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Conditio
     conditions.iter().find(|c| c.type_ == type_)
 }
 
+/// A RayCluster's status conditions (none while it has no status).
+pub fn cluster_conditions(cluster: &ray_api::RayCluster) -> &[Condition] {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default()
+}
+
 /// Whether the condition exists with status `True`.
 pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     find(conditions, type_).is_some_and(|c| c.status == TRUE)

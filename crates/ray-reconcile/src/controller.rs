@@ -13,6 +13,7 @@ use crate::index::{ClusterIndex, ClusterKey, Compact};
 use crate::metrics::ControllerMetrics;
 use crate::observed::{PodInfo, ServiceInfo};
 use crate::podgen::PodGenSettings;
+use crate::runtime_util::{StopSignal, run_per_scope, scoped_api as api};
 use futures::{Stream, StreamExt, TryStreamExt, future, stream};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -57,36 +58,10 @@ pub struct ControllerConfig {
 ///
 /// With several watch namespaces one controller (with its own caches) runs per namespace.
 pub async fn run(client: Client, config: ControllerConfig, shutdown: impl Future<Output = ()> + Send + 'static) {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown_task = tokio::spawn(async move {
-        shutdown.await;
-        let _ = tx.send(true);
-    });
-    let scopes: Vec<Option<String>> = if config.watch_namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.watch_namespaces.iter().cloned().map(Some).collect()
-    };
-    let controllers = scopes.into_iter().map(|namespace| {
-        let mut rx = rx.clone();
-        let stop = async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
+    run_per_scope(&config.watch_namespaces, shutdown, |namespace, stop| {
         run_scope(client.clone(), &config, namespace, stop)
-    });
-    future::join_all(controllers).await;
-    shutdown_task.abort();
-}
-
-fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    }
+    })
+    .await;
 }
 
 /// Watch one child kind through a label selector, index it and yield the clusters it touched.
@@ -126,12 +101,7 @@ fn cluster_ref(key: ClusterKey) -> ObjectRef<RayCluster> {
     ObjectRef::new(&key.name).within(&key.namespace)
 }
 
-async fn run_scope(
-    client: Client,
-    config: &ControllerConfig,
-    namespace: Option<String>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) {
+async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<String>, shutdown: StopSignal) {
     let ns = namespace.as_deref();
     let ctx = Arc::new(Context::new(
         client.clone(),

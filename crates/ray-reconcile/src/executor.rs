@@ -12,12 +12,13 @@ use crate::metrics::{ClusterLabels, ControllerMetrics};
 use crate::observed::{ObservedState, PodInfo, ServiceInfo};
 use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
 use crate::podgen::{self, PodGenSettings};
+use crate::runtime_util::publish_event;
 use crate::{children, conditions, gcs_ft, status};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::Recorder;
 use kube::{Client, Resource, ResourceExt};
 use ray_api::RayCluster;
 use ray_api::constants::{
@@ -120,19 +121,8 @@ impl Context {
             debug!(reason = event.reason, "event budget spent; not sent to the API server");
             return;
         }
-        let ev = Event {
-            type_: match event.severity {
-                Severity::Normal => EventType::Normal,
-                Severity::Warning => EventType::Warning,
-            },
-            reason: event.reason.to_owned(),
-            note: Some(event.note),
-            action: event.action.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &cluster.object_ref(&())).await {
-            debug!(error = %e, "failed to publish event");
-        }
+        let regarding = cluster.object_ref(&());
+        publish_event(&self.recorder, &regarding, event).await;
     }
 
     fn observe(&self, cluster: &RayCluster, now: Instant) -> ObservedState {
@@ -306,11 +296,10 @@ async fn reconcile_children(cluster: &RayCluster, ctx: &Context) -> Result<(), P
 }
 
 fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus, now: &Time) {
-    let was = cluster
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .is_some_and(|c| conditions::is_true(c, conditions::RAY_CLUSTER_PROVISIONED));
+    let was = conditions::is_true(
+        conditions::cluster_conditions(cluster),
+        conditions::RAY_CLUSTER_PROVISIONED,
+    );
     let is = new
         .conditions
         .as_deref()

@@ -23,6 +23,7 @@ pub mod plan;
 pub mod podgen;
 pub mod rayjob;
 pub mod rayservice;
+pub mod runtime_util;
 pub mod slim;
 pub mod status;
 pub mod validate;

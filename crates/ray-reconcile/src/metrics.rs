@@ -65,9 +65,9 @@ pub struct ControllerLabels {
     pub controller: String,
 }
 
-/// Bucket layout of the duration histograms.
+/// Bucket layout of the duration histograms: the function that makes an empty histogram.
 #[derive(Clone, Copy, Debug)]
-pub struct Buckets(fn() -> Histogram);
+pub struct Buckets(pub fn() -> Histogram);
 
 impl MetricConstructor<Histogram> for Buckets {
     fn new_metric(&self) -> Histogram {
@@ -75,7 +75,9 @@ impl MetricConstructor<Histogram> for Buckets {
     }
 }
 
-fn provisioned_buckets() -> Histogram {
+/// KubeRay's buckets of the custom-resource lifecycle histograms (RayCluster provisioning, RayJob
+/// execution): from 30 s, doubling, 8 buckets.
+pub fn lifecycle_duration_buckets() -> Histogram {
     Histogram::new(exponential_buckets(30.0, 2.0, 8))
 }
 
@@ -101,7 +103,7 @@ impl ControllerMetrics {
     pub fn new(registry: &mut Registry, custom_resource_metrics: bool) -> Self {
         let m = Self {
             custom_resource_metrics,
-            provisioned_duration: Family::new_with_constructor(Buckets(provisioned_buckets)),
+            provisioned_duration: Family::new_with_constructor(Buckets(lifecycle_duration_buckets)),
             info: Family::default(),
             provisioned: Family::default(),
             reconcile_total: Family::default(),

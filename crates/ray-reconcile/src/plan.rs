@@ -199,11 +199,7 @@ pub fn plan_pods(
     let mut plan = PodPlan::default();
     let mut generator = ClusterPods::new(cluster, podgen_settings);
     let (ns, name) = ns_name(cluster);
-    let conds = cluster
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
+    let conds = conditions::cluster_conditions(cluster);
     let suspend = suspend_status(conds);
     let gate = config.gates.ray_cluster_status_conditions;
     let spec_suspend = cluster.spec.suspend == Some(true);

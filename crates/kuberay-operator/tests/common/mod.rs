@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use kube::Client;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use kube_sim::{SimConfig, SimHandle, SimServer};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The real operator binary, running; killed on drop.
 pub struct Operator {
@@ -92,6 +96,14 @@ impl Operator {
     }
 }
 
+/// `Some(())` once `name` no longer exists in `api`: a [`wait_for`] check.
+pub async fn gone<K>(api: &Api<K>, name: &str) -> Option<()>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.get_opt(name).await.unwrap().is_none().then_some(())
+}
+
 /// A free local TCP port.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -136,4 +148,128 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kuberay-e2e-{tag}-{}-{}", std::process::id(), free_port()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// kube-sim started with our CRDs installed, plus a fresh temp dir holding its kubeconfig: the setup every
+/// single-operator test begins with.
+pub struct SimEnv {
+    /// The simulated API server (dropping it stops the server).
+    pub sim: SimHandle,
+    /// A client of `sim`.
+    pub client: Client,
+    /// The test's temp dir (the operator's log goes here too).
+    pub dir: PathBuf,
+    /// `dir/kubeconfig`, pointing at `sim`.
+    pub kubeconfig: PathBuf,
+}
+
+impl SimEnv {
+    /// Starts kube-sim with `config` and our CRDs, and writes its kubeconfig into a temp dir named after `tag`.
+    pub async fn start(tag: &str, config: SimConfig) -> Self {
+        let sim = start_sim(config).await;
+        let client = sim.client();
+        let dir = temp_dir(tag);
+        let kubeconfig = dir.join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).unwrap();
+        SimEnv {
+            sim,
+            client,
+            dir,
+            kubeconfig,
+        }
+    }
+}
+
+/// Starts kube-sim with `config` and installs our CRDs.
+pub async fn start_sim(config: SimConfig) -> SimHandle {
+    let sim = SimServer::start(config).await.unwrap();
+    install_crds(&sim.client()).await;
+    sim
+}
+
+/// Sends `GET path` over HTTP/1.1 to `127.0.0.1:port`; returns the whole response (status line, headers, body).
+pub async fn http_get_response(port: u16, path: &str) -> std::io::Result<String> {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    Ok(response)
+}
+
+/// `GET path` on `127.0.0.1:port`: the status code (0 when unreadable) and the body.
+pub async fn http_get(port: u16, path: &str) -> (u16, String) {
+    let response = http_get_response(port, path).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// `process_resident_memory_bytes` from a `/metrics` text.
+pub fn resident_memory_bytes(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("process_resident_memory_bytes")
+}
+
+/// The path of a KubeRay sample file (read from `../shared`, never copied into the repo).
+pub fn sample_path(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/kuberay-v1.7.0/samples")
+        .join(file)
+}
+
+/// The documents of a KubeRay sample file, as JSON.
+pub fn sample_documents(file: &str) -> Vec<Value> {
+    let path = sample_path(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    ray_api::yaml::from_yaml_documents(&text).unwrap()
+}
+
+/// The first document of `kind` in a KubeRay sample file, decoded.
+pub fn sample_document<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -> T {
+    let doc = sample_documents(file).into_iter().find(|d| d["kind"] == kind).unwrap();
+    serde_json::from_value(doc).unwrap()
+}
+
+/// Live (not terminating) pods of the RayCluster `cluster` in `ns`.
+pub async fn live_cluster_pods(client: &Client, ns: &str, cluster: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.list(&ListParams::default().labels(&format!("ray.io/cluster={cluster}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+/// A pod's `ray.io/node-type` label (empty when unset).
+pub fn node_type(pod: &Pod) -> &str {
+    pod.labels()
+        .get("ray.io/node-type")
+        .map(String::as_str)
+        .unwrap_or_default()
+}
+
+/// Whether a pod's phase is `Running`.
+pub fn running(pod: &Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+/// Whether `pods` are exactly one head and `workers` workers, all running.
+pub fn one_head_and_running_workers(pods: &[Pod], workers: usize) -> bool {
+    let heads = pods.iter().filter(|p| node_type(p) == "head").count();
+    let ws = pods.iter().filter(|p| node_type(p) == "worker").count();
+    heads == 1 && ws == workers && pods.iter().all(running)
 }

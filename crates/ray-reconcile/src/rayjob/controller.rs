@@ -18,10 +18,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::{WatchStreamExt as _, reflector, watcher};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use ray_api::constants::{
     KUBERAY_CONTROLLER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_JOB_STOP_JOB_FINALIZER, RAY_NODE_TYPE_LABEL,
@@ -42,6 +41,7 @@ use super::plan::{
 };
 use crate::events::{EventSpec, Severity, action};
 use crate::metrics::ClusterLabels;
+use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
 /// Field manager of the RayJob controller's writes.
 pub const FIELD_MANAGER: &str = "kuberay-operator";
@@ -99,45 +99,13 @@ impl RayJobContext {
             Severity::Normal => info!(rayjob = %job.name_any(), reason = event.reason, note = %event.note, "event"),
             Severity::Warning => warn!(rayjob = %job.name_any(), reason = event.reason, note = %event.note, "event"),
         }
-        let ev = Event {
-            type_: match event.severity {
-                Severity::Normal => EventType::Normal,
-                Severity::Warning => EventType::Warning,
-            },
-            reason: event.reason.to_owned(),
-            note: Some(event.note),
-            action: event.action.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &job.object_ref(&())).await {
-            debug!(error = %e, "failed to publish event");
-        }
-    }
-}
-
-fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
+        let regarding = job.object_ref(&());
+        publish_event(&self.recorder, &regarding, event).await;
     }
 }
 
 /// Run the RayJob controller until `shutdown` resolves.
 pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl Future<Output = ()> + Send + 'static) {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown_task = tokio::spawn(async move {
-        shutdown.await;
-        let _ = tx.send(true);
-    });
-    let scopes: Vec<Option<String>> = if config.watch_namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.watch_namespaces.iter().cloned().map(Some).collect()
-    };
     let seed = u64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(0) ^ u64::from(std::process::id());
     let ctx = Arc::new(RayJobContext {
         client: client.clone(),
@@ -152,52 +120,24 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
             },
         ),
     });
-    let controllers = scopes.into_iter().map(|namespace| {
-        let mut rx = rx.clone();
-        let stop = async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
+    run_per_scope(&config.watch_namespaces, shutdown, |namespace, stop| {
         let ns = namespace.as_deref();
         info!(namespace = ns.unwrap_or("<all>"), "starting RayJob controller");
         let (reader, writer) = reflector::store();
-        let rayjobs = watcher(
-            api::<RayJob>(client.clone(), ns),
-            crate::controller::custom_resource_watch_config(),
-        )
-        .default_backoff()
-        .modify(crate::controller::strip_unread_metadata)
-        .reflect(writer)
-        .applied_objects();
+        let rayjobs = custom_resource_changes::<RayJob>(client.clone(), ns, writer);
         Controller::for_stream(rayjobs, reader)
-            // Owned objects only map to their owner, so only their metadata is watched and decoded.
-            .owns_stream(
-                watcher(
-                    api::<PartialObjectMeta<RayCluster>>(client.clone(), ns),
-                    crate::controller::custom_resource_watch_config(),
-                )
-                .default_backoff()
-                .touched_objects(),
-            )
-            .owns_stream(
-                watcher(
-                    api::<PartialObjectMeta<Job>>(client.clone(), ns),
-                    watcher::Config::default(),
-                )
-                .default_backoff()
-                .touched_objects(),
-            )
+            .owns_stream(owned_changes::<RayCluster>(
+                client.clone(),
+                ns,
+                crate::controller::custom_resource_watch_config(),
+            ))
+            .owns_stream(owned_changes::<Job>(client.clone(), ns, watcher::Config::default()))
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)
             .run(reconcile, error_policy, Arc::clone(&ctx))
-            .for_each(|result| {
-                if let Err(e) = result {
-                    debug!(error = %e, "rayjob reconcile failed");
-                }
-                futures::future::ready(())
-            })
-    });
-    futures::future::join_all(controllers).await;
-    shutdown_task.abort();
+            .for_each(note_failed_passes("rayjob"))
+    })
+    .await;
 }
 
 fn error_policy(job: Arc<RayJob>, error: &RayJobError, _ctx: Arc<RayJobContext>) -> Action {

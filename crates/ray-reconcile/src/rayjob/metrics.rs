@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::plan::ExecutionDuration;
-use crate::metrics::ClusterLabels;
+use crate::metrics::{Buckets, ClusterLabels, lifecycle_duration_buckets};
 
 /// Labels of `kuberay_job_deployment_status`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -42,23 +42,13 @@ pub struct ExecutionDurationLabels {
     pub retry_count: String,
 }
 
-/// Bucket layout of `kuberay_job_execution_duration_seconds` (30 s doubling, 8 buckets).
-#[derive(Clone, Copy, Debug)]
-pub struct ExecutionBuckets;
-
-impl MetricConstructor<Histogram> for ExecutionBuckets {
-    fn new_metric(&self) -> Histogram {
-        Histogram::new(exponential_buckets(30.0, 2.0, 8))
-    }
-}
-
 /// Every metric the RayJob controller records.
 #[derive(Debug)]
 pub struct RayJobMetrics {
     enabled: bool,
     info: Family<ClusterLabels, Gauge>,
     deployment_status: Family<DeploymentStatusLabels, Gauge>,
-    execution_duration: Family<ExecutionDurationLabels, Histogram, ExecutionBuckets>,
+    execution_duration: Family<ExecutionDurationLabels, Histogram, Buckets>,
     /// The deployment-status series currently exported per RayJob uid (one at a time).
     current: Mutex<HashMap<String, DeploymentStatusLabels>>,
 }
@@ -70,7 +60,7 @@ impl RayJobMetrics {
             enabled,
             info: Family::default(),
             deployment_status: Family::default(),
-            execution_duration: Family::new_with_constructor(ExecutionBuckets),
+            execution_duration: Family::new_with_constructor(Buckets(lifecycle_duration_buckets)),
             current: Mutex::default(),
         };
         if enabled {

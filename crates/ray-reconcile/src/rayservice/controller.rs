@@ -19,9 +19,8 @@ use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use ray_api::constants::{
@@ -50,9 +49,10 @@ use super::plan::{
 };
 use super::serve_api::{ProxyHealthTarget, ServeClient, ServeTarget};
 use crate::conditions::{self, HEAD_POD_READY, TRUE};
-use crate::events::action;
+use crate::events::{EventSpec, action};
 use crate::rayjob::dashboard::DashboardTarget;
 use crate::rayjob::plan::dashboard_url;
+use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
 /// Field manager of the RayService controller's writes.
 pub const FIELD_MANAGER: &str = "kuberay-operator";
@@ -186,33 +186,23 @@ impl RayServiceContext {
             .remove(key);
     }
 
-    async fn publish(&self, service: &RayService, warning: bool, reason: &str, action: &str, note: String) {
-        if warning {
+    async fn publish(
+        &self,
+        service: &RayService,
+        warning: bool,
+        reason: &'static str,
+        action: &'static str,
+        note: String,
+    ) {
+        let event = if warning {
             warn!(rayservice = %service.name_any(), reason, %note, "event");
+            EventSpec::warning(reason, action, note)
         } else {
             info!(rayservice = %service.name_any(), reason, %note, "event");
-        }
-        let event = Event {
-            type_: if warning { EventType::Warning } else { EventType::Normal },
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: action.to_owned(),
-            secondary: None,
+            EventSpec::normal(reason, action, note)
         };
-        if let Err(e) = self.recorder.publish(&event, &service.object_ref(&())).await {
-            debug!(error = %e, "failed to publish event");
-        }
-    }
-}
-
-fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
+        let regarding = service.object_ref(&());
+        publish_event(&self.recorder, &regarding, event).await;
     }
 }
 
@@ -222,16 +212,6 @@ pub async fn run(
     config: RayServiceControllerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown_task = tokio::spawn(async move {
-        shutdown.await;
-        let _ = tx.send(true);
-    });
-    let scopes: Vec<Option<String>> = if config.watch_namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.watch_namespaces.iter().cloned().map(Some).collect()
-    };
     let seed =
         u64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(0) ^ u64::from(std::process::id()).rotate_left(17);
     let reporter = Reporter {
@@ -248,50 +228,24 @@ pub async fn run(
         deletions: Mutex::new(HashMap::new()),
     });
     let owned_selector = format!("{RAY_ORIGINATED_FROM_CRD_LABEL}={CRD_KIND_RAY_SERVICE}");
-    let controllers = scopes.into_iter().map(|namespace| {
-        let mut rx = rx.clone();
-        let stop = async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
+    run_per_scope(&config.watch_namespaces, shutdown, |namespace, stop| {
         let ns = namespace.as_deref();
         info!(namespace = ns.unwrap_or("<all>"), "starting RayService controller");
         let owned = watcher::Config::default().labels(&owned_selector);
         // Like KubeRay's predicates, only spec (generation), label, annotation and deletion
         // changes trigger a pass; status writes do not (the 2 s requeue keeps passes coming).
         let (reader, writer) = reflector::store();
-        let rayservices = watcher(
-            api::<RayService>(client.clone(), ns),
-            crate::controller::custom_resource_watch_config(),
-        )
-        .default_backoff()
-        .modify(crate::controller::strip_unread_metadata)
-        .reflect(writer)
-        .applied_objects()
-        .predicate_filter(trigger_hash, Default::default());
+        let rayservices = custom_resource_changes::<RayService>(client.clone(), ns, writer)
+            .predicate_filter(trigger_hash, Default::default());
         Controller::for_stream(rayservices, reader)
-            // Owned objects only map to their owner, so only their metadata is watched and decoded.
-            .owns_stream(
-                watcher(api::<PartialObjectMeta<RayCluster>>(client.clone(), ns), owned.clone())
-                    .default_backoff()
-                    .touched_objects(),
-            )
-            .owns_stream(
-                watcher(api::<PartialObjectMeta<Service>>(client.clone(), ns), owned)
-                    .default_backoff()
-                    .touched_objects(),
-            )
+            .owns_stream(owned_changes::<RayCluster>(client.clone(), ns, owned.clone()))
+            .owns_stream(owned_changes::<Service>(client.clone(), ns, owned))
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)
             .run(reconcile, error_policy, Arc::clone(&ctx))
-            .for_each(|result| {
-                if let Err(e) = result {
-                    debug!(error = %e, "rayservice reconcile failed");
-                }
-                futures::future::ready(())
-            })
-    });
-    futures::future::join_all(controllers).await;
-    shutdown_task.abort();
+            .for_each(note_failed_passes("rayservice"))
+    })
+    .await;
 }
 
 /// What a RayService change must touch to trigger a pass: generation, labels, annotations or
@@ -836,11 +790,10 @@ impl Pass<'_> {
     /// conditions gate, else the pod's own `Ready` condition).
     async fn head_ready(&self, cluster: &RayCluster) -> Result<bool, RayServiceError> {
         if self.ctx.config.podgen.feature_gates.ray_cluster_status_conditions {
-            return Ok(cluster
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_deref())
-                .is_some_and(|c| conditions::is_true(c, HEAD_POD_READY)));
+            return Ok(conditions::is_true(
+                conditions::cluster_conditions(cluster),
+                HEAD_POD_READY,
+            ));
         }
         Ok(self.head_pod(cluster).await?.is_some_and(|p| pod_ready(&p)))
     }

@@ -263,23 +263,24 @@ fn g40_calculate_conditions() {
     );
     assert_eq!(status.service_status, Some(ServiceStatus::NotRunning));
 
-    // 0 endpoints and Ready False/WhateverReason: Ready unchanged.
-    let mut status = RayServiceStatuses {
-        conditions: Some(vec![condition(condition::READY, FALSE, "WhateverReason", t(-5))]),
-        num_serve_endpoints: Some(0),
-        ..RayServiceStatuses::default()
+    // The status after a pass from a prior Ready condition and a count of serve endpoints.
+    let ready = |prior: &str, prior_reason: &str, endpoints: i32| {
+        let mut status = RayServiceStatuses {
+            conditions: Some(vec![condition(condition::READY, prior, prior_reason, t(-5))]),
+            num_serve_endpoints: Some(endpoints),
+            ..RayServiceStatuses::default()
+        };
+        calculate_conditions(&mut status, &now);
+        status
     };
-    calculate_conditions(&mut status, &now);
+
+    // 0 endpoints and Ready False/WhateverReason: Ready unchanged.
+    let status = ready(FALSE, "WhateverReason", 0);
     assert_eq!(cond(&status, condition::READY), (FALSE.into(), "WhateverReason".into()));
 
     // 1 endpoint: Ready True, from False or True.
     for prior in [FALSE, TRUE] {
-        let mut status = RayServiceStatuses {
-            conditions: Some(vec![condition(condition::READY, prior, "X", t(-5))]),
-            num_serve_endpoints: Some(1),
-            ..RayServiceStatuses::default()
-        };
-        calculate_conditions(&mut status, &now);
+        let status = ready(prior, "X", 1);
         assert_eq!(
             cond(&status, condition::READY),
             (TRUE.into(), reason::NON_ZERO_SERVE_ENDPOINTS.into())
@@ -288,12 +289,7 @@ fn g40_calculate_conditions() {
     }
 
     // 0 endpoints and Ready True: dropped.
-    let mut status = RayServiceStatuses {
-        conditions: Some(vec![condition(condition::READY, TRUE, "X", t(-5))]),
-        num_serve_endpoints: Some(0),
-        ..RayServiceStatuses::default()
-    };
-    calculate_conditions(&mut status, &now);
+    let status = ready(TRUE, "X", 0);
     assert_eq!(
         cond(&status, condition::READY),
         (FALSE.into(), reason::ZERO_SERVE_ENDPOINTS.into())

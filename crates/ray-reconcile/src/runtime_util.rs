@@ -1,0 +1,174 @@
+//! Plumbing the kube-runtime controllers (RayCluster, RayJob, RayService) share: one controller per
+//! watch scope, all stopped by one shutdown signal; namespaced-or-cluster-wide `Api`s; best-effort event
+//! publishing; the sink that drains a controller's results.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::Stream;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::core::PartialObjectMeta;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Api, Client};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::hash::Hash;
+use tracing::debug;
+
+use crate::controller::{custom_resource_watch_config, strip_unread_metadata};
+
+use crate::events::{EventSpec, Severity};
+
+/// Resolves once the operator shuts down: a controller's `graceful_shutdown_on` trigger.
+pub type StopSignal = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+
+/// The `Api` of `K` in `namespace`, or across all namespaces for `None`.
+pub fn scoped_api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    }
+}
+
+/// The watch of a controller's own custom resource `K` in `namespace`: paged initial lists, what reconcile
+/// never reads stripped before an object reaches `writer`'s store; yields every applied object.
+pub fn custom_resource_changes<K>(
+    client: Client,
+    namespace: Option<&str>,
+    writer: reflector::store::Writer<K>,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    watcher(scoped_api::<K>(client, namespace), custom_resource_watch_config())
+        .default_backoff()
+        .modify(strip_unread_metadata)
+        .reflect(writer)
+        .applied_objects()
+}
+
+/// The changes of an owned kind `K` in `namespace` selected by `config`, metadata only: an owned object
+/// only maps to its owner, so nothing else of it is decoded.
+pub fn owned_changes<K>(
+    client: Client,
+    namespace: Option<&str>,
+    config: watcher::Config,
+) -> impl Stream<Item = Result<PartialObjectMeta<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
+{
+    watcher(scoped_api::<PartialObjectMeta<K>>(client, namespace), config)
+        .default_backoff()
+        .touched_objects()
+}
+
+/// The watch scopes of `--watch-namespace`: one per namespace, or one cluster-wide scope (`None`) when
+/// no namespace is given.
+pub fn watch_scopes(watch_namespaces: &[String]) -> Vec<Option<String>> {
+    if watch_namespaces.is_empty() {
+        vec![None]
+    } else {
+        watch_namespaces.iter().cloned().map(Some).collect()
+    }
+}
+
+/// Runs `scope_controller` for every scope of [`watch_scopes`] side by side, each with a [`StopSignal`]
+/// that fires once `shutdown` resolves; returns when all of them have returned.
+pub async fn run_per_scope<F, Fut>(
+    watch_namespaces: &[String],
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    mut scope_controller: F,
+) where
+    F: FnMut(Option<String>, StopSignal) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let shutdown_task = tokio::spawn(async move {
+        shutdown.await;
+        let _ = tx.send(true);
+    });
+    let controllers = watch_scopes(watch_namespaces).into_iter().map(|namespace| {
+        let mut rx = rx.clone();
+        let stop: StopSignal = Box::pin(async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        });
+        scope_controller(namespace, stop)
+    });
+    futures::future::join_all(controllers).await;
+    shutdown_task.abort();
+}
+
+/// Publishes `spec` as an event about `regarding` through `recorder`. Events are best effort: a failure to
+/// publish is only logged.
+pub async fn publish_event(recorder: &Recorder, regarding: &ObjectReference, spec: EventSpec) {
+    let event = Event {
+        type_: match spec.severity {
+            Severity::Normal => EventType::Normal,
+            Severity::Warning => EventType::Warning,
+        },
+        reason: spec.reason.to_owned(),
+        note: Some(spec.note),
+        action: spec.action.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = recorder.publish(&event, regarding).await {
+        debug!(error = %e, "failed to publish event");
+    }
+}
+
+/// The `for_each` sink of a controller's results that only notes failed passes at debug level (the
+/// error policy already logged them as warnings); `kind` names the reconciled kind in the message.
+pub fn note_failed_passes<T, E: Display>(kind: &'static str) -> impl FnMut(Result<T, E>) -> futures::future::Ready<()> {
+    move |result| {
+        if let Err(e) = result {
+            debug!(error = %e, "{kind} reconcile failed");
+        }
+        futures::future::ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_watch_namespace_is_one_cluster_wide_scope() {
+        assert_eq!(watch_scopes(&[]), vec![None]);
+        let namespaces = ["team-a".to_owned(), "team-b".to_owned()];
+        assert_eq!(
+            watch_scopes(&namespaces),
+            vec![Some("team-a".to_owned()), Some("team-b".to_owned())]
+        );
+    }
+
+    #[tokio::test]
+    async fn every_scope_runs_and_stops_on_shutdown() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = rx.await;
+        };
+        let started = std::sync::Mutex::new(Vec::new());
+        let namespaces = ["a".to_owned(), "b".to_owned()];
+        let run = run_per_scope(&namespaces, shutdown, |namespace, stop| {
+            started.lock().unwrap().push(namespace);
+            stop
+        });
+        tx.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), run)
+            .await
+            .expect("every scope stops once shutdown resolves");
+        assert_eq!(
+            *started.lock().unwrap(),
+            vec![Some("a".to_owned()), Some("b".to_owned())]
+        );
+    }
+}
