@@ -33,6 +33,10 @@ use tracing::{debug, info, warn};
 /// Requeue after a pass that changed status or needs another look (`DefaultRequeueDuration`).
 pub const SHORT_REQUEUE: Duration = Duration::from_secs(ray_api::constants::DEFAULT_REQUEUE_SECONDS);
 
+/// Requeue after a pass that left worker creates for later (`plan::MAX_WORKER_CREATES_PER_PASS`). The watch
+/// events of the slice just created usually trigger the next pass sooner; this is the fallback.
+pub const DEFERRED_CREATES_REQUEUE: Duration = Duration::from_millis(200);
+
 /// Shared state of the RayCluster controller.
 pub struct Context {
     /// API client.
@@ -249,10 +253,12 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     }
 
     let mut pass_error = reconcile_children(cluster, ctx).await.err();
+    let mut deferred_creates = false;
     if pass_error.is_none() {
         let observed = ctx.observe(cluster, Instant::now());
         let mut suffix = random_suffix_source();
         let pod_plan = plan::plan_pods(cluster, &observed, &ctx.config, &ctx.podgen, &mut suffix);
+        deferred_creates = pod_plan.deferred_creates;
         pass_error = execute_pod_plan(cluster, ctx, pod_plan).await;
     }
 
@@ -273,6 +279,9 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     };
     if let Some(e) = pass_error.or(calc_error) {
         return Err(e.into());
+    }
+    if deferred_creates {
+        return Ok(Action::requeue(DEFERRED_CREATES_REQUEUE));
     }
     if inconsistent {
         return Ok(Action::requeue(SHORT_REQUEUE));
@@ -489,10 +498,10 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
 /// Most pod creates a pass has in flight at once.
 pub const MAX_CONCURRENT_POD_CREATES: usize = 32;
 
-/// Creates `batch` in slow-start rounds of 1, 2, 4, … (at most [`MAX_CONCURRENT_POD_CREATES`]) concurrent
-/// requests, the way Kubernetes' ReplicaSet controller does: a large scale-up is not serialized on the
-/// round-trip time, and a systematic failure (quota, admission) costs one request, not thousands. Stops after
-/// the first round with a failure and returns that failure.
+/// Creates `batch` in slow-start rounds of 1, 2, 4, … concurrent requests, the way Kubernetes' ReplicaSet
+/// controller does, then as a sliding window of [`MAX_CONCURRENT_POD_CREATES`]: a large scale-up is not
+/// serialized on the round-trip time, and a systematic failure (quota, admission) costs one request, not
+/// thousands. Stops after the first round with a failure and returns that failure.
 async fn create_pods_slow_start(
     cluster: &RayCluster,
     ctx: &Context,
@@ -516,7 +525,42 @@ async fn create_pods_slow_start(
             return Some(error);
         }
         round = (round * 2).min(MAX_CONCURRENT_POD_CREATES);
+        if round == MAX_CONCURRENT_POD_CREATES {
+            return create_pods_windowed(cluster, ctx, pods, remaining).await;
+        }
     }
+}
+
+/// Past the slow start: keep [`MAX_CONCURRENT_POD_CREATES`] creates in flight as a sliding window, so one
+/// slow request does not hold up the next round. After a failure no new create starts; those in flight finish
+/// (and record their expectations) before the first failure is returned.
+async fn create_pods_windowed(
+    cluster: &RayCluster,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    remaining: impl Iterator<Item = (Box<Pod>, String)>,
+) -> Option<PassError> {
+    use futures::StreamExt as _;
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let failed = &failed;
+    let mut in_flight = futures::stream::iter(remaining.map(|(pod, group)| async move {
+        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        let result = create_pod(cluster, ctx, pods, pod, group).await;
+        if result.is_err() {
+            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
+    }))
+    .buffer_unordered(MAX_CONCURRENT_POD_CREATES);
+    let mut first_error = None;
+    while let Some(result) = in_flight.next().await {
+        if let Err(e) = result {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error
 }
 
 /// Creates one head or worker pod, records the expectation and publishes KubeRay's event.

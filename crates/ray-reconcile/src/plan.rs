@@ -177,7 +177,15 @@ pub struct PodPlan {
     pub actions: Vec<PodAction>,
     /// Error returned after all operations succeeded (e.g. `delete 2 unhealthy worker Pods`).
     pub error_after: Option<PassError>,
+    /// Single-host worker creates beyond [`MAX_WORKER_CREATES_PER_PASS`] were left for the next pass.
+    pub deferred_creates: bool,
 }
+
+/// Most single-host worker pods one pass builds and creates. A pass builds every pod it creates before the
+/// first request, so a 5,000-worker scale-up in one pass held 5,000 decoded pods (about 25 KB each) at once,
+/// and the allocator kept that peak as resident memory; in slices the peak stays at a few MB, and other
+/// clusters get their turn between slices. The next pass follows as soon as the watch has seen the slice.
+pub const MAX_WORKER_CREATES_PER_PASS: usize = 200;
 
 /// A pod that cannot be generated fails the pass like a failed create (KubeRay returns the
 /// builder's error from `createHeadPod` / `createWorkerPod`).
@@ -197,6 +205,7 @@ pub fn plan_pods(
     random_suffix: &mut dyn FnMut() -> String,
 ) -> PodPlan {
     let mut plan = PodPlan::default();
+    let mut worker_creates = 0;
     let mut generator = ClusterPods::new(cluster, podgen_settings);
     let (ns, name) = ns_name(cluster);
     let conds = conditions::cluster_conditions(cluster);
@@ -346,7 +355,12 @@ pub fn plan_pods(
                         kind: DeleteKind::Surplus,
                     });
                 }
-                for w in scale.create {
+                let budget = MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates);
+                if scale.create.len() > budget {
+                    plan.deferred_creates = true;
+                }
+                worker_creates += scale.create.len().min(budget);
+                for w in scale.create.into_iter().take(budget) {
                     match new_worker(WorkerPlacement {
                         replica_index: w.replica_index,
                         ..Default::default()
@@ -491,5 +505,27 @@ spec:
         let err = p.error_after.unwrap();
         assert_eq!(err.marker, Some(ErrorMarker::FailedCreateHeadPod));
         assert!(err.message.starts_with("FailedCreateHeadPod: "), "{}", err.message);
+    }
+
+    #[test]
+    fn a_large_scale_up_is_created_in_slices() {
+        let creates = |cluster: &RayCluster| {
+            let p = plan(cluster);
+            let workers = p
+                .actions
+                .iter()
+                .filter(|a| matches!(a, PodAction::CreatePod { group, .. } if group != HEAD_GROUP_KEY))
+                .count();
+            (workers, p.deferred_creates)
+        };
+        let mut cluster = sample();
+        let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.replicas = Some(450);
+        group.max_replicas = Some(450);
+        assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, true));
+        let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.replicas = Some(MAX_WORKER_CREATES_PER_PASS as i32);
+        group.max_replicas = Some(MAX_WORKER_CREATES_PER_PASS as i32);
+        assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, false));
     }
 }

@@ -51,7 +51,7 @@ impl Operator {
     ) -> Self {
         let log = dir.join("operator.log");
         let out = std::fs::File::create(&log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
+        let mut command = Command::new(operator_binary());
         command
             .args([
                 "--metrics-addr",
@@ -102,6 +102,14 @@ where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     api.get_opt(name).await.unwrap().is_none().then_some(())
+}
+
+/// The operator binary under test: this package's build, or the one named by `E2E_OPERATOR_BINARY` (e.g.
+/// the release build, to measure its memory under the same scenarios).
+pub fn operator_binary() -> PathBuf {
+    std::env::var_os("E2E_OPERATOR_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kuberay-operator")))
 }
 
 /// A free local TCP port.
