@@ -292,6 +292,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
         metrics: Some(job_metrics),
+        scheduler: config.podgen.scheduler,
     };
     let service_config = RayServiceControllerConfig {
         plan: RayServicePlanConfig {

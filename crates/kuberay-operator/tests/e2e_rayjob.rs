@@ -8,14 +8,17 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_sim::SimHandle;
 use kube_sim::ray::{HollowRay, HollowRayOptions};
+use ray_api::quantity::Qty;
 use ray_api::{RayCluster, RayJob, RayJobStatus};
+use ray_gang::volcano::PodGroup;
 use serde_json::{Value, json};
 
 mod common;
@@ -42,6 +45,11 @@ struct Env {
 
 impl Env {
     async fn start(tag: &str, options: HollowRayOptions) -> Env {
+        Env::start_with(tag, options, &[], &[]).await
+    }
+
+    /// Like [`Env::start`], with `extra_crds` installed before the operator starts with `extra_flags`.
+    async fn start_with(tag: &str, options: HollowRayOptions, extra_crds: &[Value], extra_flags: &[&str]) -> Env {
         let slot = SLOTS.acquire().await.unwrap();
         let SimEnv {
             sim,
@@ -49,16 +57,17 @@ impl Env {
             dir,
             kubeconfig,
         } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for crd in extra_crds {
+            crds.create(&PostParams::default(), &serde_json::from_value(crd.clone()).unwrap())
+                .await
+                .unwrap();
+        }
         let ray = HollowRay::attach(&sim, options);
         let metrics_port = free_port();
-        let operator = Operator::start(
-            &dir,
-            &kubeconfig,
-            NS,
-            metrics_port,
-            free_port(),
-            &["--use-kubernetes-proxy", "--enable-metrics"],
-        );
+        let mut flags = vec!["--use-kubernetes-proxy", "--enable-metrics"];
+        flags.extend_from_slice(extra_flags);
+        let operator = Operator::start(&dir, &kubeconfig, NS, metrics_port, free_port(), &flags);
         Env {
             _sim: sim,
             ray,
@@ -714,4 +723,173 @@ async fn cluster_selector_uses_an_existing_cluster() {
     assert_eq!(env.live_clusters().await, ["shared-cluster"]);
     let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
     assert!(services.get_opt("rayjob-selector-head-svc").await.unwrap().is_none());
+}
+
+/// Volcano's PodGroup CRD as Volcano installs it (namespaced, no status subresource).
+fn volcano_pod_group_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "podgroups.scheduling.volcano.sh"},
+        "spec": {
+            "group": "scheduling.volcano.sh", "scope": "Namespaced",
+            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup", "listKind": "PodGroupList"},
+            "versions": [{
+                "name": "v1beta1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    })
+}
+
+/// Whether the PodGroup's `minResources` has exactly the `want` quantities (compared by value).
+fn min_resources_are(pg: &PodGroup, want: &[(&str, &str)]) -> bool {
+    let have = pg.spec.min_resources.clone().unwrap_or_default();
+    have.len() == want.len()
+        && want.iter().all(|(name, value)| {
+            have.get(*name)
+                .is_some_and(|q| Qty::from_quantity(q).unwrap().eq_value(&Qty::parse(value).unwrap()))
+        })
+}
+
+/// The rayjob-sample under `--batch-scheduler volcano` (gang.md, RayJob hooks): the RayJob owns one
+/// PodGroup `ray-rayjob-sample-pg` sized head + workers (minMember) with the default submitter's
+/// 500m / 200Mi added to minResources; the cluster and every pod (submitter included) join it;
+/// after completion the cleanup hook drops the submitter's share (the cluster stays alive) and
+/// reports `BatchSchedulerCleanedUp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volcano_gang_for_the_rayjob_sample() {
+    let env = Env::start_with(
+        "rayjob-volcano",
+        fast_jobs(),
+        &[volcano_pod_group_crd()],
+        &["--batch-scheduler", "volcano"],
+    )
+    .await;
+    env.create(&sample()).await;
+    let pgs: Api<PodGroup> = Api::namespaced(env.client.clone(), NS);
+    let pg_name = "ray-rayjob-sample-pg";
+
+    // Created while Initializing: head (1 CPU, 2Gi) + 1 worker (200m), plus the submitter's 500m / 200Mi.
+    let pg = wait_for("the RayJob's PodGroup", || async {
+        pgs.get_opt(pg_name).await.unwrap()
+    })
+    .await;
+    assert_eq!(pg.spec.min_member, 2, "head + 1 worker; the submitter is not a member");
+    assert!(
+        min_resources_are(&pg, &[("cpu", "1700m"), ("memory", "2248Mi")]),
+        "{:?}",
+        pg.spec.min_resources
+    );
+    let owner = &pg.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("RayJob", SAMPLE_NAME, Some(true))
+    );
+
+    // The cluster is decorated (K8sJobMode) and gets no PodGroup of its own.
+    let cluster = wait_for("the RayCluster", || async {
+        env.clusters()
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .next()
+    })
+    .await;
+    assert_eq!(cluster.annotations()["scheduling.k8s.io/group-name"], pg_name);
+    assert_eq!(cluster.annotations()["volcano.sh/task-spec"], "");
+
+    let job = env.wait_deployment(SAMPLE_NAME, "Complete").await;
+    assert_eq!(job_status_of(&job), "SUCCEEDED");
+    let all_pgs = pgs.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(
+        all_pgs.iter().map(ResourceExt::name_any).collect::<Vec<_>>(),
+        vec![pg_name.to_owned()]
+    );
+
+    // Head, worker and submitter pods all run under Volcano in the RayJob's group.
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), NS);
+    let pods = pods.list(&ListParams::default()).await.unwrap().items;
+    let mut task_specs: Vec<String> = pods
+        .iter()
+        .map(|pod| {
+            assert_eq!(pod.spec.as_ref().unwrap().scheduler_name.as_deref(), Some("volcano"));
+            assert_eq!(pod.annotations()["scheduling.k8s.io/group-name"], pg_name);
+            pod.annotations()["volcano.sh/task-spec"].clone()
+        })
+        .collect();
+    task_specs.sort();
+    assert_eq!(task_specs, ["headgroup", "small-group", "submittergroup"]);
+
+    // CleanupOnCompletion: the cluster is alive, so the PodGroup keeps its members and drops the
+    // submitter's resources.
+    wait_for("the BatchSchedulerCleanedUp event", || async {
+        env.event_reasons(SAMPLE_NAME)
+            .await
+            .iter()
+            .any(|r| r == "BatchSchedulerCleanedUp")
+            .then_some(())
+    })
+    .await;
+    let pg = pgs.get(pg_name).await.unwrap();
+    assert_eq!(pg.spec.min_member, 2);
+    assert!(
+        min_resources_are(&pg, &[("cpu", "1200m"), ("memory", "2Gi")]),
+        "{:?}",
+        pg.spec.min_resources
+    );
+    let reasons = env.event_reasons(SAMPLE_NAME).await;
+    assert!(!reasons.iter().any(|r| r.starts_with("Failed")), "{reasons:?}");
+}
+
+/// Suspending a running RayJob under Volcano: once its cluster and submitter are gone the cleanup
+/// hook empties the PodGroup (`minMember 0`, no resources) with `BatchSchedulerCleanedUp`; resuming
+/// restores the gang's full size on the next `Initializing` pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volcano_gang_is_emptied_on_suspend_and_restored_on_resume() {
+    let env = Env::start_with(
+        "rayjob-volcano-suspend",
+        fast_jobs(),
+        &[volcano_pod_group_crd()],
+        &["--batch-scheduler", "volcano"],
+    )
+    .await;
+    let name = "rayjob-long";
+    let pg_name = "ray-rayjob-long-pg";
+    let mut job = sample_named(name, "python /home/ray/samples/sample_code.py && sleep 60");
+    job.spec.shutdown_after_job_finishes = Some(true);
+    env.create(&job).await;
+    let pgs: Api<PodGroup> = Api::namespaced(env.client.clone(), NS);
+    env.wait_job_status("the long job RUNNING", name, "RUNNING").await;
+    let full = pgs.get(pg_name).await.unwrap();
+    assert_eq!(full.spec.min_member, 2);
+    assert!(
+        env.event_reasons(name)
+            .await
+            .iter()
+            .all(|r| r != "BatchSchedulerCleanedUp")
+    );
+
+    env.patch_spec(name, json!({ "suspend": true })).await;
+    env.wait_deployment(name, "Suspended").await;
+    wait_for("the BatchSchedulerCleanedUp event", || async {
+        env.event_reasons(name)
+            .await
+            .iter()
+            .any(|r| r == "BatchSchedulerCleanedUp")
+            .then_some(())
+    })
+    .await;
+    let emptied = pgs.get(pg_name).await.unwrap();
+    assert_eq!(emptied.spec.min_member, 0);
+    assert!(min_resources_are(&emptied, &[]), "{:?}", emptied.spec.min_resources);
+
+    env.patch_spec(name, json!({ "suspend": false })).await;
+    let restored = wait_for("the PodGroup restored", || async {
+        let pg = pgs.get(pg_name).await.unwrap();
+        (pg.spec.min_member == 2).then_some(pg)
+    })
+    .await;
+    assert_eq!(restored.spec.min_resources, full.spec.min_resources);
 }

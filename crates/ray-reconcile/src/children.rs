@@ -13,7 +13,6 @@ use crate::error::PassError;
 use crate::events::{EventSpec, action, reason};
 use crate::executor::{Context, cluster_key, create_child, is_already_exists};
 use crate::status::suspend_status;
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, ListParams, PostParams};
@@ -515,12 +514,40 @@ where
     }
 }
 
-fn namespaced<K>(ctx: &Context, ns: &str) -> Api<K>
-where
-    K: Resource<Scope = NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    Api::namespaced(ctx.client.clone(), ns)
+/// The name of a desired PodGroup.
+pub fn pod_group_name(desired: &DesiredPodGroup) -> String {
+    match desired {
+        DesiredPodGroup::Volcano(pg) => pg.name_any(),
+        DesiredPodGroup::SchedulerPlugins(pg) => pg.name_any(),
+    }
+}
+
+/// KubeRay's `syncPodGroup`, shared by the RayCluster and RayJob controllers: GET the PodGroup named
+/// like `desired` in `namespace`, then CREATE it or UPDATE its size as the scheduler's plan says.
+/// Returns whether it wrote (KubeRay's `changed`; an `AlreadyExists` create counts as unchanged).
+pub async fn sync_pod_group(
+    client: &kube::Client,
+    namespace: &str,
+    desired: &DesiredPodGroup,
+) -> Result<bool, kube::Error> {
+    match desired {
+        DesiredPodGroup::Volcano(pg) => {
+            sync_object(
+                &Api::<volcano::PodGroup>::namespaced(client.clone(), namespace),
+                pg,
+                volcano::plan_sync,
+            )
+            .await
+        }
+        DesiredPodGroup::SchedulerPlugins(pg) => {
+            sync_object(
+                &Api::<scheduler_plugins::PodGroup>::namespaced(client.clone(), namespace),
+                pg,
+                scheduler_plugins::plan_sync,
+            )
+            .await
+        }
+    }
 }
 
 /// The batch scheduler's submission hook for a RayCluster: create or update its PodGroup (Volcano:
@@ -538,26 +565,8 @@ pub async fn reconcile_pod_group(cluster: &RayCluster, ctx: &Context) -> Result<
         return Ok(());
     };
     let key = cluster_key(cluster);
-    let (written, name) = match &desired {
-        DesiredPodGroup::Volcano(pg) => (
-            sync_object(
-                &namespaced::<volcano::PodGroup>(ctx, &key.namespace),
-                pg,
-                volcano::plan_sync,
-            )
-            .await,
-            pg.name_any(),
-        ),
-        DesiredPodGroup::SchedulerPlugins(pg) => (
-            sync_object(
-                &namespaced::<scheduler_plugins::PodGroup>(ctx, &key.namespace),
-                pg,
-                scheduler_plugins::plan_sync,
-            )
-            .await,
-            pg.name_any(),
-        ),
-    };
+    let written = sync_pod_group(&ctx.client, &key.namespace, &desired).await;
+    let name = pod_group_name(&desired);
     match written {
         Ok(true) => {
             debug!(podgroup = %name, scheduler = scheduler.plugin_name(), "synced PodGroup");

@@ -4,8 +4,10 @@
 //! publishing KubeRay's events on the RayJob and recording the `kuberay_job_*` metrics. The controller owns RayClusters
 //! and batch/v1 Jobs, so their changes (e.g. the cluster becoming `ready`) trigger the RayJob.
 //!
-//! Batch-scheduler cleanup is the one action not carried out: no batch scheduler is wired into the
-//! operator yet, so there is nothing to release.
+//! With a batch scheduler (Volcano) the controller runs KubeRay's RayJob hooks: the submission hook
+//! syncs the job's PodGroup on every `Initializing` pass before the cluster is created, the
+//! RayCluster (K8sJobMode) and the submitter pod template are decorated, and the completion hook
+//! shrinks the PodGroup when the job is suspended, retried or finished.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -26,6 +28,11 @@ use ray_api::constants::{
     KUBERAY_CONTROLLER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_JOB_STOP_JOB_FINALIZER, RAY_NODE_TYPE_LABEL,
 };
 use ray_api::{JobDeploymentStatus, JobSubmissionMode, RayCluster, RayJob, RayJobStatus};
+use ray_gang::constants::SUBMITTER_GROUP_NAME;
+use ray_gang::scheduler::{
+    CLEANED_UP_EVENT_REASON, CLEANUP_FAILED_EVENT_REASON, cleaned_up_event_message, cleanup_failed_event_message,
+};
+use ray_gang::{BatchScheduler, CleanupStep, GangLog, GangLogLevel, LiveCluster, Parent};
 use ray_podgen::PodGenConfig;
 use ray_podgen::random::SeededSuffix;
 use ray_podgen::rayjob::{build_ray_cluster_for_job, build_rayjob_head_service, build_submitter_job};
@@ -39,6 +46,7 @@ use super::plan::{
     DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanConfig, RayJobPlanError, SidecarObservation,
     SidecarObservationError, SubmitterObservation, execution_duration, plan_ray_job, status_changed,
 };
+use crate::children::{pod_group_name, sync_pod_group};
 use crate::events::{EventSpec, Severity, action};
 use crate::metrics::ClusterLabels;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
@@ -64,6 +72,9 @@ pub enum RayJobError {
     /// The SidecarMode head pods could not be read.
     #[error("{0}")]
     Sidecar(#[from] SidecarObservationError),
+    /// The batch scheduler refused the job or could not size its PodGroup.
+    #[error("{0}")]
+    Gang(#[from] ray_gang::GangError),
 }
 
 /// Settings of [`run`].
@@ -81,6 +92,8 @@ pub struct RayJobControllerConfig {
     pub concurrency: u16,
     /// The `kuberay_job_*` metrics (`None` records nothing).
     pub metrics: Option<Arc<RayJobMetrics>>,
+    /// The operator's batch scheduler (`--batch-scheduler`), whose RayJob hooks the controller runs.
+    pub scheduler: BatchScheduler,
 }
 
 /// Shared state of the reconciles.
@@ -233,6 +246,13 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
     };
     let mut with_status = (*job).clone();
     with_status.status = Some(plan.status.clone());
+    if batch_scheduling_due(&job, &old, &plan.status) {
+        submit_to_batch_scheduler(&ctx, &job, &ns).await?;
+    }
+    // Complete / Failed run the completion hook after the pass (KubeRay defers it); its errors
+    // are only reported.
+    let finished = cleanup_deferred(&old);
+    let mut deferred_cleanup = false;
     for action in &plan.actions {
         debug!(rayjob = %name, ?action, "rayjob action");
         match action {
@@ -269,7 +289,10 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                     .await;
             }
             RayJobAction::CreateRayCluster { name: cluster } => {
-                let object = build_ray_cluster_for_job(&job, cluster, &ctx.config.podgen)?;
+                let mut object = build_ray_cluster_for_job(&job, cluster, &ctx.config.podgen)?;
+                if job.spec.submission_mode() == JobSubmissionMode::K8sJobMode {
+                    log_gang(&name, ctx.config.scheduler.decorate_cluster(&job, &mut object));
+                }
                 match clusters.create(&pp, &object).await {
                     Ok(_) => {
                         let note = events::created_cluster(&ns, cluster);
@@ -333,7 +356,14 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                 let Some(cluster) = cluster.as_ref() else {
                     continue;
                 };
-                let object = build_submitter_job(&with_status, cluster, &ctx.config.podgen)?;
+                let mut object = build_submitter_job(&with_status, cluster, &ctx.config.podgen)?;
+                if let Some(template) = object.spec.as_mut().map(|spec| &mut spec.template) {
+                    let logs =
+                        ctx.config
+                            .scheduler
+                            .decorate_pod_template(Parent::Job(&job), template, SUBMITTER_GROUP_NAME);
+                    log_gang(&name, logs);
+                }
                 match jobs.create(&pp, &object).await {
                     Ok(_) => {
                         let note = events::created_submitter(&ns, &name);
@@ -408,9 +438,12 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                     Err(e) => return Err(e.into()),
                 }
             }
-            // No batch scheduler is wired into the operator yet: nothing holds resources to release.
-            RayJobAction::CleanupBatchScheduler => {}
+            RayJobAction::CleanupBatchScheduler if finished => deferred_cleanup = true,
+            RayJobAction::CleanupBatchScheduler => cleanup_batch_scheduler(&ctx, &job, &clusters).await?,
         }
+    }
+    if deferred_cleanup && let Err(e) = cleanup_batch_scheduler(&ctx, &job, &clusters).await {
+        warn!(rayjob = %name, error = %e, "batch scheduler cleanup failed");
     }
     if plan.persist {
         let patch = status_patch(&old, &plan.status);
@@ -439,6 +472,106 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
         metrics.observe_job(&labels, status.as_str());
     }
     Ok(plan.requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Whether this pass runs the batch scheduler's submission hook: every `Initializing` pass that
+/// KubeRay's switch reaches the hook in, i.e. not when the job is being suspended or has just
+/// failed (deadline or validation) instead.
+pub fn batch_scheduling_due(job: &RayJob, old: &RayJobStatus, planned: &RayJobStatus) -> bool {
+    old.job_deployment_status == Some(JobDeploymentStatus::Initializing)
+        && !job.spec.suspend()
+        && !matches!(
+            planned.job_deployment_status,
+            Some(JobDeploymentStatus::Suspending | JobDeploymentStatus::Failed)
+        )
+}
+
+/// Whether the completion hook runs after the pass with its errors only reported (KubeRay's deferred
+/// call in `Complete` / `Failed`) rather than in place, failing the pass (`Suspending` / `Retrying`).
+pub fn cleanup_deferred(old: &RayJobStatus) -> bool {
+    matches!(
+        old.job_deployment_status,
+        Some(JobDeploymentStatus::Complete | JobDeploymentStatus::Failed)
+    )
+}
+
+/// The job with the CRD's `submissionMode` default (`K8sJobMode`) filled in when unset, as an API
+/// server that applies schema defaults would store it: the gang's size depends on the mode.
+pub fn with_mode_default(job: &RayJob) -> RayJob {
+    let mut job = job.clone();
+    job.spec.submission_mode.get_or_insert(JobSubmissionMode::K8sJobMode);
+    job
+}
+
+/// The submission hook: create or resize the job's PodGroup before its cluster is created. An
+/// error fails the pass (requeue).
+async fn submit_to_batch_scheduler(ctx: &RayJobContext, job: &RayJob, namespace: &str) -> Result<(), RayJobError> {
+    let Some(desired) = ctx.config.scheduler.pod_group_for_job(&with_mode_default(job))? else {
+        return Ok(());
+    };
+    if sync_pod_group(&ctx.client, namespace, &desired).await? {
+        debug!(rayjob = %job.name_any(), podgroup = %pod_group_name(&desired), "synced the RayJob's PodGroup");
+    }
+    Ok(())
+}
+
+/// The completion hook with its events: `BatchSchedulerCleanedUp` when it changed the PodGroup,
+/// `FailedToCleanupBatchScheduler` (and the error) when it failed.
+async fn cleanup_batch_scheduler(
+    ctx: &RayJobContext,
+    job: &RayJob,
+    clusters: &Api<RayCluster>,
+) -> Result<(), RayJobError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    match shrink_pod_group(ctx, job, clusters, &namespace).await {
+        Ok(false) => Ok(()),
+        Ok(true) => {
+            let note = cleaned_up_event_message(&namespace, &name);
+            ctx.publish(job, EventSpec::normal(CLEANED_UP_EVENT_REASON, action::CLEANUP, note))
+                .await;
+            Ok(())
+        }
+        Err(e) => {
+            let note = cleanup_failed_event_message(&namespace, &name, &e.to_string());
+            ctx.publish(
+                job,
+                EventSpec::warning(CLEANUP_FAILED_EVENT_REASON, action::CLEANUP, note),
+            )
+            .await;
+            Err(e)
+        }
+    }
+}
+
+/// KubeRay's `CleanupOnCompletion`: resize the PodGroup to what the job's cluster still holds
+/// (nothing once it is gone). Returns whether the PodGroup was written.
+async fn shrink_pod_group(
+    ctx: &RayJobContext,
+    job: &RayJob,
+    clusters: &Api<RayCluster>,
+    namespace: &str,
+) -> Result<bool, RayJobError> {
+    let scheduler = ctx.config.scheduler;
+    let CleanupStep::ReadCluster { name } = scheduler.cleanup_step(Parent::Job(job)) else {
+        return Ok(false);
+    };
+    let live = clusters.get_opt(&name).await?;
+    let cluster = live.as_ref().map_or(LiveCluster::NotFound, LiveCluster::Found);
+    let Some(desired) = scheduler.cleanup_pod_group(job, cluster)? else {
+        return Ok(false);
+    };
+    Ok(sync_pod_group(&ctx.client, namespace, &desired).await?)
+}
+
+/// Logs what a batch scheduler's decoration reported.
+fn log_gang(rayjob: &str, logs: Vec<GangLog>) {
+    for log in logs {
+        match log.level {
+            GangLogLevel::Info => info!(rayjob, message = %log.message, "batch scheduler"),
+            GangLogLevel::Error => warn!(rayjob, message = %log.message, "batch scheduler"),
+        }
+    }
 }
 
 /// The metric labels of a RayJob.
@@ -543,5 +676,77 @@ fn dashboard_target(ctx: &RayJobContext, cluster: &RayCluster, status: &RayJobSt
         DashboardTarget::Direct {
             address: status.dashboard_url.clone().unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(deployment: JobDeploymentStatus) -> RayJobStatus {
+        RayJobStatus {
+            job_deployment_status: Some(deployment),
+            ..RayJobStatus::default()
+        }
+    }
+
+    fn job(suspend: bool) -> RayJob {
+        let mut job = RayJob::new("rayjob-sample", Default::default());
+        job.spec.suspend = Some(suspend);
+        job
+    }
+
+    #[test]
+    fn submission_hook_runs_on_initializing_passes_only() {
+        use JobDeploymentStatus::*;
+        let initializing = status(Initializing);
+        // Every Initializing pass, also the one that moves on to Running.
+        assert!(batch_scheduling_due(&job(false), &initializing, &status(Initializing)));
+        assert!(batch_scheduling_due(&job(false), &initializing, &status(Running)));
+        // Not when the pass suspends or fails the job instead.
+        assert!(!batch_scheduling_due(&job(true), &initializing, &status(Suspending)));
+        assert!(!batch_scheduling_due(&job(false), &initializing, &status(Failed)));
+        // Not in any other state.
+        for other in [New, Running, Complete, Failed, Suspending, Suspended, Retrying, Waiting] {
+            assert!(!batch_scheduling_due(
+                &job(false),
+                &status(other.clone()),
+                &status(other)
+            ));
+        }
+    }
+
+    #[test]
+    fn completion_hook_is_deferred_only_for_finished_jobs() {
+        use JobDeploymentStatus::*;
+        assert!(cleanup_deferred(&status(Complete)));
+        assert!(cleanup_deferred(&status(Failed)));
+        assert!(!cleanup_deferred(&status(Suspending)));
+        assert!(!cleanup_deferred(&status(Retrying)));
+        assert!(!cleanup_deferred(&RayJobStatus::default()));
+    }
+
+    #[test]
+    fn unset_submission_mode_sizes_the_gang_as_k8s_job_mode() {
+        let mut job: RayJob = serde_json::from_value(json!({
+            "apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "rayjob-sample", "namespace": "default"},
+            "spec": {"rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+                "containers": [{"name": "ray-head", "resources": {"requests": {"cpu": "1"}}}]
+            }}}}}
+        }))
+        .unwrap();
+        let cpu = |job: &RayJob| match BatchScheduler::Volcano.pod_group_for_job(job).unwrap() {
+            Some(ray_gang::DesiredPodGroup::Volcano(pg)) => pg.spec.min_resources.unwrap()["cpu"].0.clone(),
+            other => panic!("expected a Volcano PodGroup, got {other:?}"),
+        };
+        // The default submitter's 500m joins the head's CPU, as for an explicit K8sJobMode.
+        let defaulted = cpu(&with_mode_default(&job));
+        job.spec.submission_mode = Some(JobSubmissionMode::K8sJobMode);
+        assert_eq!(defaulted, cpu(&job));
+        assert_ne!(defaulted, "1");
+        // An explicit mode is kept.
+        job.spec.submission_mode = Some(JobSubmissionMode::HttpMode);
+        assert_eq!(cpu(&with_mode_default(&job)), "1");
     }
 }
