@@ -260,6 +260,9 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     }
 
     let concurrency = u16::try_from(flags.reconcile_concurrency.max(1)).unwrap_or(u16::MAX);
+    // One RayCluster watch for all three controllers: the RayCluster controller's, whose changes reach the
+    // RayJob and RayService controllers through this feed.
+    let cluster_feed = ray_reconcile::cluster_feed::ClusterFeed::new();
     let config = ControllerConfig {
         reconcile,
         podgen,
@@ -270,6 +273,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         },
         concurrency,
         metrics,
+        cluster_feed: cluster_feed.clone(),
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let job_config = RayJobControllerConfig {
@@ -293,6 +297,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         concurrency,
         metrics: Some(job_metrics),
         scheduler: config.podgen.scheduler,
+        cluster_feed: cluster_feed.clone(),
     };
     let service_config = RayServiceControllerConfig {
         plan: RayServicePlanConfig {
@@ -304,6 +309,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         use_kubernetes_proxy: flags.use_kubernetes_proxy,
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
+        cluster_feed,
     };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);

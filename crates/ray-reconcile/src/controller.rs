@@ -6,6 +6,7 @@
 //! `managedFields` stripped before they reach it); pods and services are reduced to
 //! [`PodInfo`] / [`ServiceInfo`] as they arrive and only KubeRay-labelled ones are watched.
 
+use crate::cluster_feed::ClusterFeed;
 use crate::config::ReconcileConfig;
 use crate::error::ReconcileError;
 use crate::executor::{self, Context};
@@ -52,6 +53,8 @@ pub struct ControllerConfig {
     pub concurrency: u16,
     /// Metrics the reconciles record.
     pub metrics: Arc<ControllerMetrics>,
+    /// Where this controller's RayCluster watch announces changes for the RayJob and RayService controllers.
+    pub cluster_feed: ClusterFeed,
 }
 
 /// Run the RayCluster controller until `shutdown` resolves and every running reconcile finished.
@@ -115,6 +118,7 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
 
     let (reader, writer) = reflector::store();
     let forget = Arc::clone(&ctx);
+    let feed = config.cluster_feed.clone();
     // For(RayCluster) with OR(GenerationChanged, LabelChanged, AnnotationChanged), plus the deletion
     // mark: status writes do not trigger.
     let clusters = watcher(api::<RayCluster>(client, ns), custom_resource_watch_config())
@@ -122,9 +126,13 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         .modify(strip_unread_metadata)
         .reflect(writer)
         .inspect_ok(move |event| match event {
-            watcher::Event::Delete(cluster) => forget.forget_cluster(cluster),
+            watcher::Event::Delete(cluster) => {
+                forget.forget_cluster(cluster);
+                feed.publish(cluster);
+            }
+            watcher::Event::Apply(cluster) | watcher::Event::InitApply(cluster) => feed.publish(cluster),
             watcher::Event::Init => info!(watch = "rayclusters", "{WATCH_LIST_LOG}"),
-            _ => {}
+            watcher::Event::InitDone => {}
         })
         .applied_objects()
         .predicate_filter(

@@ -7,6 +7,7 @@
 //! [`controller`] wires watches, triggers and the kube-runtime `Controller`.
 
 pub mod children;
+pub mod cluster_feed;
 pub mod conditions;
 pub mod config;
 pub mod controller;

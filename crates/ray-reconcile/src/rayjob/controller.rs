@@ -47,6 +47,7 @@ use super::plan::{
     SidecarObservationError, SubmitterObservation, execution_duration, plan_ray_job, status_changed,
 };
 use crate::children::{pod_group_name, sync_pod_group};
+use crate::cluster_feed::ClusterFeed;
 use crate::events::{EventSpec, Severity, action};
 use crate::metrics::ClusterLabels;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
@@ -94,6 +95,8 @@ pub struct RayJobControllerConfig {
     pub metrics: Option<Arc<RayJobMetrics>>,
     /// The operator's batch scheduler (`--batch-scheduler`), whose RayJob hooks the controller runs.
     pub scheduler: BatchScheduler,
+    /// The RayCluster changes the RayCluster controller's watch publishes (one RayCluster watch for all).
+    pub cluster_feed: ClusterFeed,
 }
 
 /// Shared state of the reconciles.
@@ -139,11 +142,7 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         let (reader, writer) = reflector::store();
         let rayjobs = custom_resource_changes::<RayJob>(client.clone(), ns, writer);
         Controller::for_stream(rayjobs, reader)
-            .owns_stream(owned_changes::<RayCluster>(
-                client.clone(),
-                ns,
-                crate::controller::custom_resource_watch_config(),
-            ))
+            .reconcile_on(config.cluster_feed.owners_of_kind::<RayJob>(namespace.clone()))
             .owns_stream(owned_changes::<Job>(client.clone(), ns, watcher::Config::default()))
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)

@@ -48,6 +48,7 @@ use super::plan::{
     status_changed, suspend_progress, sync_service, updated_cluster, validation_failed_status,
 };
 use super::serve_api::{ProxyHealthTarget, ServeClient, ServeTarget};
+use crate::cluster_feed::ClusterFeed;
 use crate::conditions::{self, HEAD_POD_READY, TRUE};
 use crate::events::{EventSpec, action};
 use crate::rayjob::dashboard::DashboardTarget;
@@ -130,6 +131,8 @@ pub struct RayServiceControllerConfig {
     pub watch_namespaces: Vec<String>,
     /// Maximum concurrent reconciles (0 = unbounded).
     pub concurrency: u16,
+    /// The RayCluster changes the RayCluster controller's watch publishes (one RayCluster watch for all).
+    pub cluster_feed: ClusterFeed,
 }
 
 type ServiceKey = (String, String);
@@ -238,7 +241,7 @@ pub async fn run(
         let rayservices = custom_resource_changes::<RayService>(client.clone(), ns, writer)
             .predicate_filter(trigger_hash, Default::default());
         Controller::for_stream(rayservices, reader)
-            .owns_stream(owned_changes::<RayCluster>(client.clone(), ns, owned.clone()))
+            .reconcile_on(config.cluster_feed.owners_of_kind::<RayService>(namespace.clone()))
             .owns_stream(owned_changes::<Service>(client.clone(), ns, owned))
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)
