@@ -493,21 +493,31 @@ async fn rayjob_sample_transcript() {
         ..HollowRayOptions::default()
     };
     let env = Env::start("rayjob-transcript", options).await;
+    // A watch sees every status write, however short-lived (Initializing lasts one pass); polling can miss one.
+    let mut changes = Box::pin(kube::runtime::WatchStreamExt::applied_objects(kube::runtime::watcher(
+        env.rayjobs(),
+        kube::runtime::watcher::Config::default(),
+    )));
     let created = Instant::now();
     env.create(&sample()).await;
 
     let mut transcript: Vec<(Duration, String, String)> = Vec::new();
-    let deadline = created + WAIT;
+    let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let job = env.get(SAMPLE_NAME).await;
+        let next = tokio::time::timeout_at(deadline, futures::StreamExt::next(&mut changes)).await;
+        let Ok(Some(Ok(job))) = next else {
+            break;
+        };
+        if job.name_any() != SAMPLE_NAME {
+            continue;
+        }
         let pair = (deployment_of(&job), job_status_of(&job));
         if transcript.last().is_none_or(|(_, d, s)| (d, s) != (&pair.0, &pair.1)) {
             transcript.push((created.elapsed(), pair.0.clone(), pair.1.clone()));
         }
-        if pair.0 == "Complete" || Instant::now() > deadline {
+        if pair.0 == "Complete" {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     eprintln!("rayjob-sample transcript (time since creation, jobDeploymentStatus, jobStatus):");
     for (at, deployment, status) in &transcript {
