@@ -26,7 +26,8 @@ fn raycluster_crd() -> PathBuf {
 
 fn options() -> HollowRayOptions {
     HollowRayOptions {
-        job_pending: Duration::from_millis(100),
+        // Long enough that a GET right after the submit still sees PENDING on a loaded machine.
+        job_pending: Duration::from_secs(1),
         job_run: Duration::from_millis(300),
         serve_deploy: Duration::from_millis(300),
         ..HollowRayOptions::default()

@@ -579,6 +579,8 @@ mod tests {
         until("list cleared", &|| {
             group("auto")["scaleStrategy"]["workersToDelete"] == json!([])
         });
+        // The scale event is recorded after its patch lands, so it can trail what the store shows.
+        until("three scale events", &|| ray.scale_events("default", "auto").len() >= 3);
         let events: Vec<_> = ray
             .scale_events("default", "auto")
             .into_iter()
