@@ -11,7 +11,6 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
@@ -52,12 +51,7 @@ impl Env {
             dir,
             kubeconfig,
         } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in extra_crds {
-            crds.create(&PostParams::default(), &serde_json::from_value(crd.clone()).unwrap())
-                .await
-                .unwrap();
-        }
+        common::install_extra_crds(&client, extra_crds).await;
         let probe_port = free_port();
         let operator = Operator::start(&dir, &kubeconfig, NS, free_port(), probe_port, flags);
         Env {

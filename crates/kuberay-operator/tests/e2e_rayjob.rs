@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -57,12 +56,7 @@ impl Env {
             dir,
             kubeconfig,
         } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
-        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        for crd in extra_crds {
-            crds.create(&PostParams::default(), &serde_json::from_value(crd.clone()).unwrap())
-                .await
-                .unwrap();
-        }
+        common::install_extra_crds(&client, extra_crds).await;
         let ray = HollowRay::attach(&sim, options);
         let metrics_port = free_port();
         let mut flags = vec!["--use-kubernetes-proxy", "--enable-metrics"];
@@ -92,6 +86,20 @@ impl Env {
 
     async fn create(&self, job: &RayJob) {
         self.rayjobs().create(&PostParams::default(), job).await.unwrap();
+    }
+
+    /// Waits until the RayJob's RayCluster exists; returns it.
+    async fn wait_cluster(&self) -> RayCluster {
+        wait_for("the RayCluster", || async {
+            self.clusters()
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .next()
+        })
+        .await
     }
 
     async fn get(&self, name: &str) -> RayJob {
@@ -217,16 +225,7 @@ async fn rayjob_sample_completes() {
     env.create(&sample()).await;
 
     // The RayCluster `rayjob-sample-xxxxx`, owned by the RayJob.
-    let cluster = wait_for("the RayCluster", || async {
-        env.clusters()
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .next()
-    })
-    .await;
+    let cluster = env.wait_cluster().await;
     let name = cluster.name_any();
     assert!(name.starts_with("rayjob-sample-"), "{name}");
     assert_eq!(name.len(), "rayjob-sample-".len() + 5);
@@ -797,16 +796,7 @@ async fn volcano_gang_for_the_rayjob_sample() {
     );
 
     // The cluster is decorated (K8sJobMode) and gets no PodGroup of its own.
-    let cluster = wait_for("the RayCluster", || async {
-        env.clusters()
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .next()
-    })
-    .await;
+    let cluster = env.wait_cluster().await;
     assert_eq!(cluster.annotations()["scheduling.k8s.io/group-name"], pg_name);
     assert_eq!(cluster.annotations()["volcano.sh/task-spec"], "");
 

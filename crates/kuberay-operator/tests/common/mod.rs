@@ -151,6 +151,17 @@ pub async fn install_crds(client: &Client) {
     }
 }
 
+/// Creates further CRDs (e.g. Volcano's), given as JSON values.
+pub async fn install_extra_crds(client: &Client, crds: &[serde_json::Value]) {
+    let api: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    for crd in crds {
+        api.create(&PostParams::default(), &serde_json::from_value(crd.clone()).unwrap())
+            .await
+            .unwrap();
+    }
+}
+
 /// A fresh temp directory for one test's files.
 pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kuberay-e2e-{tag}-{}-{}", std::process::id(), free_port()));
