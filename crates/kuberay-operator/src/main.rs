@@ -2,6 +2,7 @@
 
 mod config_file;
 mod crd;
+mod discovery;
 mod flags;
 mod ratelimit;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is

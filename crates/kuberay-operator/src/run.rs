@@ -3,6 +3,7 @@
 //! controller and graceful shutdown on SIGTERM/SIGINT.
 
 use crate::config_file;
+use crate::discovery::ServerApiGroups;
 use crate::flags::{self, Flags, Parsed};
 use crate::ratelimit::RateLimitLayer;
 use anyhow::{Context as _, bail};
@@ -15,6 +16,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use ray_api::constants::USE_INGRESS_ON_OPENSHIFT;
 use ray_gang::selection::{SchedulerConfig, select_scheduler};
 use ray_podgen::{FeatureGates, PodGenConfig};
 use ray_reconcile::ReconcileConfig;
@@ -211,8 +213,19 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     if flags.forced_cluster_upgrade {
         info!("--forced-cluster-upgrade is deprecated and has no effect");
     }
-    let (reconcile, podgen) = reconcile_settings(&flags, file.as_ref())?;
+    let (mut reconcile, podgen) = reconcile_settings(&flags, file.as_ref())?;
     let client = build_client(&flags).await?;
+    let api_groups = ServerApiGroups::discover(&client).await?;
+    let use_ingress_on_openshift =
+        std::env::var(USE_INGRESS_ON_OPENSHIFT).is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+    reconcile.use_openshift_route = api_groups.is_openshift() && !use_ingress_on_openshift;
+    reconcile.cert_manager_available = api_groups.has_cert_manager();
+    info!(
+        openshift = api_groups.is_openshift(),
+        use_openshift_route = reconcile.use_openshift_route,
+        cert_manager = reconcile.cert_manager_available,
+        "discovered the API server's capabilities"
+    );
 
     let mut registry = Registry::default();
     let metrics = Arc::new(ControllerMetrics::new(&mut registry, flags.enable_metrics));

@@ -23,6 +23,11 @@ pub struct ReconcileConfig {
     pub enable_gcs_ft_redis_cleanup: bool,
     /// The batch scheduler name chosen by the flags (empty: none).
     pub batch_scheduler: String,
+    /// `enableIngress` builds an OpenShift Route instead of an Ingress: the operator runs on OpenShift
+    /// (discovered at start-up) and `USE_INGRESS_ON_OPENSHIFT` is not `true`.
+    pub use_openshift_route: bool,
+    /// cert-manager's `cert-manager.io/v1` API was discovered at start-up (the mTLS path needs it).
+    pub cert_manager_available: bool,
 }
 
 impl Default for ReconcileConfig {
@@ -33,6 +38,8 @@ impl Default for ReconcileConfig {
             enable_random_pod_delete: false,
             enable_gcs_ft_redis_cleanup: true,
             batch_scheduler: String::new(),
+            use_openshift_route: false,
+            cert_manager_available: false,
         }
     }
 }
@@ -55,6 +62,8 @@ impl ReconcileConfig {
             enable_gcs_ft_redis_cleanup: !lookup(ENABLE_GCS_FT_REDIS_CLEANUP)
                 .is_some_and(|v| v.eq_ignore_ascii_case("false")),
             batch_scheduler: String::new(),
+            use_openshift_route: false,
+            cert_manager_available: false,
         }
     }
 }
