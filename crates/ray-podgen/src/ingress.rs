@@ -1,4 +1,4 @@
-//! The dashboard Ingress (podgen spec §9.4).
+//! The dashboard Ingress (podgen spec §9.4); on OpenShift [`crate::route`] replaces it.
 
 use std::collections::BTreeMap;
 
@@ -29,13 +29,12 @@ pub fn ingress_enabled(cluster: &RayCluster) -> bool {
     cluster.spec.head_group_spec.enable_ingress == Some(true)
 }
 
-/// `BuildIngressForHeadService`.
-pub fn build_ingress(cluster: &RayCluster) -> Ingress {
+/// The four labels of the dashboard Ingress and of the OpenShift Route that replaces it:
+/// `ray.io/cluster`, `ray.io/identifier=CheckLabel(<cluster>-head)`, `app.kubernetes.io/name`,
+/// `app.kubernetes.io/created-by`.
+pub fn dashboard_network_labels(cluster: &RayCluster) -> BTreeMap<String, String> {
     let name = cluster_name(cluster);
-    let mut annotations = cluster.metadata.annotations.clone().unwrap_or_default();
-    let class = annotations.remove(INGRESS_CLASS_ANNOTATION);
-    let options = cluster.spec.head_group_spec.ingress_options.as_ref();
-    let labels = BTreeMap::from([
+    BTreeMap::from([
         (RAY_CLUSTER_LABEL.to_owned(), name.to_owned()),
         (RAY_ID_LABEL.to_owned(), check_label(&identifier(name, NODE_TYPE_HEAD))),
         (
@@ -43,7 +42,16 @@ pub fn build_ingress(cluster: &RayCluster) -> Ingress {
             APPLICATION_NAME.to_owned(),
         ),
         (KUBERNETES_CREATED_BY_LABEL.to_owned(), COMPONENT_NAME.to_owned()),
-    ]);
+    ])
+}
+
+/// `BuildIngressForHeadService`.
+pub fn build_ingress(cluster: &RayCluster) -> Ingress {
+    let name = cluster_name(cluster);
+    let mut annotations = cluster.metadata.annotations.clone().unwrap_or_default();
+    let class = annotations.remove(INGRESS_CLASS_ANNOTATION);
+    let options = cluster.spec.head_group_spec.ingress_options.as_ref();
+    let labels = dashboard_network_labels(cluster);
     let path = HTTPIngressPath {
         path: Some(
             options

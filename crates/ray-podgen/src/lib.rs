@@ -2,7 +2,7 @@
 //! the autoscaler sidecar and its RBAC, from a RayCluster spec. Pure: same input, byte-identical output.
 //!
 //! Entry points: [`PodGenerator`] (head and worker pods), [`service`] (head, serve, headless
-//! services), [`ingress`], [`autoscaler::build_autoscaler_rbac`], [`gcs_ft`] (PVC, Redis cleanup
+//! services), [`ingress`] (or the OpenShift [`route`]), [`autoscaler::build_autoscaler_rbac`], [`gcs_ft`] (PVC, Redis cleanup
 //! Job), [`rayjob`] and [`rayservice`] (what those controllers create), [`names`] (name rules).
 //! Operator switches arrive as one [`PodGenConfig`]; randomness through [`random::SuffixSource`].
 
@@ -24,6 +24,7 @@ pub mod qty;
 pub mod random;
 pub mod rayjob;
 pub mod rayservice;
+pub mod route;
 pub mod service;
 pub mod start_params;
 

@@ -1,5 +1,6 @@
 //! The RayCluster's children besides pods, head service and autoscaler RBAC (reconcile spec §1.2
-//! step 13, §1.4, §1.5 step 4): the dashboard Ingress, the auth token Secret, the headless worker
+//! step 13, §1.4, §1.5 step 4): the dashboard Ingress (an OpenShift Route on OpenShift), the auth
+//! token Secret, the headless worker
 //! Service, the serve Service, the GCS storage PVC and the batch scheduler's PodGroup.
 //!
 //! Each child has a pure part (whether it is wanted, which object, what to do given what exists)
@@ -27,6 +28,7 @@ use ray_gang::{DesiredPodGroup, scheduler_plugins, volcano};
 use ray_podgen::cluster::{cluster_name, cluster_namespace, cluster_owner_reference};
 use ray_podgen::env_names::RAY_AUTH_TOKEN_SECRET_KEY;
 use ray_podgen::names::{check_name, serve_service_name};
+use ray_podgen::route::Route;
 use ray_podgen::service::ServeServiceOwner;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -103,8 +105,42 @@ pub fn plan_ingress(cluster: &RayCluster, desired: Ingress, existing: Option<&In
     IngressAction::Update(updated)
 }
 
-/// `reconcileIngress`: the dashboard Ingress when `headGroupSpec.enableIngress` is true.
+/// What exposes a cluster's dashboard outside the Kubernetes cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DashboardExposure {
+    /// `headGroupSpec.enableIngress` is not `true`: nothing.
+    Nothing,
+    /// A Kubernetes Ingress (`reconcileIngressKubernetes`).
+    Ingress,
+    /// An OpenShift Route (`reconcileRouteOpenShift`).
+    Route,
+}
+
+/// KubeRay's `reconcileIngress` switch: nothing unless `enableIngress`; then a Route when the operator
+/// discovered OpenShift at start-up and `USE_INGRESS_ON_OPENSHIFT` is not `true`
+/// ([`crate::config::ReconcileConfig::use_openshift_route`]), else an Ingress.
+pub fn dashboard_exposure(cluster: &RayCluster, use_openshift_route: bool) -> DashboardExposure {
+    if !ray_podgen::ingress::ingress_enabled(cluster) {
+        DashboardExposure::Nothing
+    } else if use_openshift_route {
+        DashboardExposure::Route
+    } else {
+        DashboardExposure::Ingress
+    }
+}
+
+/// `reconcileIngress`: the dashboard Ingress, or the OpenShift Route, when `headGroupSpec.enableIngress`
+/// is true.
 pub async fn reconcile_ingress(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+    match dashboard_exposure(cluster, ctx.config.use_openshift_route) {
+        DashboardExposure::Nothing => Ok(()),
+        DashboardExposure::Ingress => reconcile_kubernetes_ingress(cluster, ctx).await,
+        DashboardExposure::Route => reconcile_openshift_route(cluster, ctx).await,
+    }
+}
+
+/// `reconcileIngressKubernetes`: create, update or refuse the dashboard Ingress.
+async fn reconcile_kubernetes_ingress(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
     let Some(desired) = desired_ingress(cluster) else {
         return Ok(());
     };
@@ -154,6 +190,86 @@ pub async fn reconcile_ingress(cluster: &RayCluster, ctx: &Context) -> Result<()
             ctx.publish(
                 cluster,
                 EventSpec::warning(reason::FAILED_TO_CREATE_INGRESS, action::CREATE, note.clone()),
+            )
+            .await;
+            Err(PassError::plain(note))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenShift Route (`reconcileRouteOpenShift`).
+
+/// Note of the Normal `CreatedRoute` event: `Created route <namespace>/<name>` (KubeRay's text).
+pub fn created_route_note(namespace: &str, name: &str) -> String {
+    format!("Created route {namespace}/{name}")
+}
+
+/// Note of the Warning `FailedToCreateRoute` event: `Failed creating route <namespace>/<name>, <error>`
+/// (KubeRay's text).
+pub fn failed_to_create_route_note(namespace: &str, name: &str, error: &dyn std::fmt::Display) -> String {
+    format!("Failed creating route {namespace}/{name}, {error}")
+}
+
+/// The dashboard Route the cluster should have (`headGroupSpec.enableIngress`), owned by it.
+pub fn desired_route(cluster: &RayCluster) -> Option<Route> {
+    if !ray_podgen::ingress::ingress_enabled(cluster) {
+        return None;
+    }
+    let mut route = ray_podgen::route::build_route(cluster);
+    route.metadata.owner_references = Some(vec![cluster_owner_reference(cluster)]);
+    Some(route)
+}
+
+/// Plans the Route write from the number of Routes labelled `ray.io/cluster=<cluster>` in the
+/// cluster's namespace: create `desired` only when there is none. A Route is never updated, and with
+/// two or more (made by someone else) KubeRay does nothing either.
+pub fn plan_route(desired: Route, labelled_routes: usize) -> Option<Route> {
+    (labelled_routes == 0).then_some(desired)
+}
+
+/// The label selector finding a cluster's Routes: `ray.io/cluster=<cluster>`.
+pub fn route_selector(cluster: &RayCluster) -> String {
+    format!("{RAY_CLUSTER_LABEL}={}", cluster_name(cluster))
+}
+
+/// `reconcileRouteOpenShift`: list the Routes labelled with the cluster's name; when there are none,
+/// create the dashboard Route (an `AlreadyExists` answer counts as there, without an event).
+async fn reconcile_openshift_route(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+    let Some(desired) = desired_route(cluster) else {
+        return Ok(());
+    };
+    let ns = cluster_namespace(cluster).to_owned();
+    let api: Api<Route> = Api::namespaced(ctx.client.clone(), &ns);
+    let existing = api
+        .list_metadata(&ListParams::default().labels(&route_selector(cluster)))
+        .await
+        .map_err(|e| {
+            PassError::plain(format!(
+                "failed to list the routes of RayCluster {ns}/{}: {e}",
+                cluster_name(cluster)
+            ))
+        })?;
+    let Some(route) = plan_route(desired, existing.items.len()) else {
+        return Ok(());
+    };
+    let name = route.name_any();
+    match api.create(&PostParams::default(), &route).await {
+        Ok(_) => {
+            ctx.publish(
+                cluster,
+                EventSpec::normal(reason::CREATED_ROUTE, action::CREATE, created_route_note(&ns, &name)),
+            )
+            .await;
+            debug!(route = %name, "created dashboard route");
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => {
+            let note = failed_to_create_route_note(&ns, &name, &e);
+            ctx.publish(
+                cluster,
+                EventSpec::warning(reason::FAILED_TO_CREATE_ROUTE, action::CREATE, note.clone()),
             )
             .await;
             Err(PassError::plain(note))
@@ -666,6 +782,56 @@ spec:
         let mut foreign = live;
         foreign.metadata.owner_references = None;
         assert_eq!(plan_ingress(&c, desired, Some(&foreign)), IngressAction::NotOwned);
+    }
+
+    #[test]
+    fn route_replaces_the_ingress_only_when_enabled_and_on_openshift() {
+        let plain = cluster("");
+        assert_eq!(dashboard_exposure(&plain, false), DashboardExposure::Nothing);
+        assert_eq!(dashboard_exposure(&plain, true), DashboardExposure::Nothing);
+        assert!(desired_route(&plain).is_none());
+        let mut disabled = cluster("");
+        disabled.spec.head_group_spec.enable_ingress = Some(false);
+        assert_eq!(dashboard_exposure(&disabled, true), DashboardExposure::Nothing);
+        let mut c = cluster("");
+        c.spec.head_group_spec.enable_ingress = Some(true);
+        assert_eq!(dashboard_exposure(&c, false), DashboardExposure::Ingress);
+        assert_eq!(dashboard_exposure(&c, true), DashboardExposure::Route);
+    }
+
+    #[test]
+    fn route_is_owned_labelled_and_created_only_when_no_labelled_route_exists() {
+        let mut c = cluster("");
+        c.spec.head_group_spec.enable_ingress = Some(true);
+        c.metadata.annotations = Some(BTreeMap::from([(
+            "kubernetes.io/ingress.class".to_owned(),
+            "nginx".to_owned(),
+        )]));
+        let route = desired_route(&c).unwrap();
+        assert_eq!(route.name_any(), "demo-head-route");
+        assert_eq!(route.metadata.namespace.as_deref(), Some("ns"));
+        assert!(owned_by_demo(route.metadata.owner_references.as_ref()));
+        assert_eq!(route.labels()[RAY_CLUSTER_LABEL], "demo");
+        assert_eq!(route.annotations()["kubernetes.io/ingress.class"], "nginx");
+        assert_eq!(route.spec.to.name, "demo-head-svc");
+        assert_eq!(route_selector(&c), "ray.io/cluster=demo");
+
+        assert_eq!(plan_route(route.clone(), 0), Some(route.clone()));
+        // An existing labelled Route (whatever its name or content) means no create, and never an update.
+        assert_eq!(plan_route(route.clone(), 1), None);
+        assert_eq!(plan_route(route, 2), None);
+    }
+
+    #[test]
+    fn route_event_notes_are_kuberays() {
+        assert_eq!(
+            created_route_note("ns", "demo-head-route"),
+            "Created route ns/demo-head-route"
+        );
+        assert_eq!(
+            failed_to_create_route_note("ns", "demo-head-route", &"forbidden"),
+            "Failed creating route ns/demo-head-route, forbidden"
+        );
     }
 
     #[test]

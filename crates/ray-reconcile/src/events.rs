@@ -121,6 +121,10 @@ pub mod reason {
     pub const UPDATED_INGRESS: &str = "UpdatedIngress";
     /// Dashboard Ingress update failed.
     pub const FAILED_TO_UPDATE_INGRESS: &str = "FailedToUpdateIngress";
+    /// Dashboard OpenShift Route created.
+    pub const CREATED_ROUTE: &str = "CreatedRoute";
+    /// Dashboard OpenShift Route creation failed.
+    pub const FAILED_TO_CREATE_ROUTE: &str = "FailedToCreateRoute";
     /// GCS storage PVC created.
     pub const CREATED_PVC: &str = "CreatedPVC";
     /// GCS storage PVC creation failed, a user claim is missing, or the claim drifted.
