@@ -216,9 +216,10 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     let (mut reconcile, podgen) = reconcile_settings(&flags, file.as_ref())?;
     let client = build_client(&flags).await?;
     let api_groups = ServerApiGroups::discover(&client).await?;
-    let use_ingress_on_openshift =
-        std::env::var(USE_INGRESS_ON_OPENSHIFT).is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    reconcile.use_openshift_route = api_groups.is_openshift() && !use_ingress_on_openshift;
+    reconcile.use_openshift_route = ray_reconcile::config::use_openshift_route(
+        api_groups.is_openshift(),
+        std::env::var(USE_INGRESS_ON_OPENSHIFT).ok().as_deref(),
+    );
     reconcile.cert_manager_available = api_groups.has_cert_manager();
     info!(
         openshift = api_groups.is_openshift(),

@@ -18,12 +18,19 @@ fn samples_dir() -> PathBuf {
 }
 
 fn render(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    render_with_env(args, stdin, &[])
+}
+
+/// `render` with extra environment variables `env` set.
+fn render_with_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_kuberay-operator"));
     command.arg("render").args(args);
     // The operator's switches come from the environment; the tests must not inherit a developer's.
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN") {
+    let switch = |k: &str| k.starts_with("ENABLE_") || k == "CLUSTER_DOMAIN" || k == "USE_INGRESS_ON_OPENSHIFT";
+    for (key, _) in std::env::vars().filter(|(k, _)| switch(k)) {
         command.env_remove(key);
     }
+    command.envs(env.iter().copied());
     match stdin {
         None => command.output().unwrap(),
         Some(text) => {
@@ -82,6 +89,60 @@ fn sample_cluster_renders_services_head_and_one_worker_in_creation_order() {
     assert_eq!(worker["metadata"]["labels"]["ray.io/worker-group-replica-index"], "0");
     // Same input, same bytes.
     assert_eq!(render(&["-f", file.to_str().unwrap()], None).stdout, out.stdout);
+}
+
+/// `ray-cluster.sample.yaml` with `headGroupSpec.enableIngress: true` and one annotation.
+fn sample_with_ingress() -> String {
+    let text = std::fs::read_to_string(samples_dir().join("ray-cluster.sample.yaml")).unwrap();
+    let text = text.replacen("  headGroupSpec:\n", "  headGroupSpec:\n    enableIngress: true\n", 1);
+    text.replacen(
+        "metadata:\n",
+        "metadata:\n  annotations:\n    example.com/team: ray\n",
+        1,
+    )
+}
+
+#[test]
+fn enable_ingress_renders_an_ingress_or_with_openshift_a_route() {
+    let text = sample_with_ingress();
+    let plain = items(&render(&["-f", "-"], Some(&text)));
+    assert_eq!(
+        names(&plain)[..2],
+        [
+            "Ingress/raycluster-kuberay-head-ingress",
+            "Service/raycluster-kuberay-head-svc"
+        ]
+    );
+
+    let openshift = items(&render(&["--openshift", "-f", "-"], Some(&text)));
+    assert_eq!(
+        names(&openshift)[..2],
+        [
+            "Route/raycluster-kuberay-head-route",
+            "Service/raycluster-kuberay-head-svc"
+        ]
+    );
+    assert!(openshift.iter().all(|i| i["kind"] != "Ingress"));
+    let route = &openshift[0];
+    assert_eq!(route["apiVersion"], "route.openshift.io/v1");
+    assert_eq!(route["metadata"]["annotations"]["example.com/team"], "ray");
+    assert_eq!(route["metadata"]["labels"]["ray.io/cluster"], "raycluster-kuberay");
+    assert_eq!(
+        route["spec"],
+        serde_json::json!({
+            "to": {"kind": "Service", "name": "raycluster-kuberay-head-svc", "weight": 100},
+            "port": {"targetPort": 8265},
+            "wildcardPolicy": "None"
+        })
+    );
+
+    // USE_INGRESS_ON_OPENSHIFT=true keeps the Ingress, as on the operator.
+    let output = render_with_env(
+        &["--openshift", "-f", "-"],
+        Some(&text),
+        &[("USE_INGRESS_ON_OPENSHIFT", "true")],
+    );
+    assert_eq!(names(&items(&output))[0], "Ingress/raycluster-kuberay-head-ingress");
 }
 
 #[test]

@@ -68,6 +68,13 @@ impl ReconcileConfig {
     }
 }
 
+/// Whether `headGroupSpec.enableIngress` builds an OpenShift Route: the API server is OpenShift
+/// (`openshift`, discovered once at start-up) and `USE_INGRESS_ON_OPENSHIFT` (its value, if set) is not
+/// `true` in any letter case (KubeRay's `ShouldUseIngressOnOpenShift`).
+pub fn use_openshift_route(openshift: bool, use_ingress_on_openshift: Option<&str>) -> bool {
+    openshift && !use_ingress_on_openshift.is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +98,17 @@ mod tests {
             FeatureGates::parse("RayCronJob"),
             Err(FeatureGateError::MissingValue(_))
         ));
+    }
+
+    #[test]
+    fn route_needs_openshift_and_no_use_ingress_override() {
+        assert!(use_openshift_route(true, None));
+        assert!(use_openshift_route(true, Some("false")));
+        assert!(use_openshift_route(true, Some("")));
+        assert!(!use_openshift_route(true, Some("true")));
+        assert!(!use_openshift_route(true, Some("TRUE")));
+        assert!(!use_openshift_route(false, None));
+        assert!(!use_openshift_route(false, Some("false")));
     }
 
     #[test]

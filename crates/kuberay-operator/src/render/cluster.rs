@@ -1,6 +1,6 @@
 //! What the operator creates for one RayCluster on an empty cluster, in its reconcile order
-//! (reconcile spec §1.2 step 13): autoscaler RBAC, ingress, head service, headless worker service,
-//! serve service, GCS storage PVC, the PodGroup, then the head pod and the worker pods.
+//! (reconcile spec §1.2 step 13): autoscaler RBAC, ingress (or OpenShift route), head service, headless
+//! worker service, serve service, GCS storage PVC, the PodGroup, then the head pod and the worker pods.
 
 use k8s_openapi::api::core::v1::Pod;
 use ray_api::RayCluster;
@@ -9,7 +9,7 @@ use ray_autoscale::from_api::group_replicas;
 use ray_autoscale::replicas::{desired_pods, desired_replica_groups};
 use ray_gang::parent::Parent;
 use ray_podgen::random::suffixed_name;
-use ray_podgen::{PodGenerator, WorkerReplica, autoscaler, gcs_ft, ingress, service};
+use ray_podgen::{PodGenerator, WorkerReplica, autoscaler, gcs_ft, ingress, route, service};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -35,7 +35,13 @@ pub fn render_cluster(
         items.push(to_json(&rbac.role_binding).map_err(|e| fail(&e))?);
     }
     if ingress::ingress_enabled(cluster) {
-        items.push(to_json(&ingress::build_ingress(cluster)).map_err(|e| fail(&e))?);
+        // On OpenShift the Route replaces the Ingress (same place in the order).
+        let exposure = if settings.use_openshift_route {
+            to_json(&route::build_route(cluster))
+        } else {
+            to_json(&ingress::build_ingress(cluster))
+        };
+        items.push(exposure.map_err(|e| fail(&e))?);
     }
     items.push(to_json(&service::build_head_service(cluster, config).map_err(|e| fail(&e))?).map_err(|e| fail(&e))?);
     if service::needs_headless_service(cluster) {

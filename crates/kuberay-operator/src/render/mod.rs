@@ -2,8 +2,9 @@
 //! empty cluster, in creation order, as one `v1/List`.
 //!
 //! Input is read strictly (an unknown field is an error naming its path) and validated with
-//! KubeRay's rules; switches come from the same places as the operator's: `ENABLE_*` / `CLUSTER_DOMAIN`
-//! in the environment, `--feature-gates`, `--batch-scheduler`.
+//! KubeRay's rules; switches come from the same places as the operator's: `ENABLE_*` / `CLUSTER_DOMAIN` /
+//! `USE_INGRESS_ON_OPENSHIFT` in the environment, `--feature-gates`, `--batch-scheduler`. What the operator
+//! discovers from the API server is a flag instead: `--openshift`.
 
 mod cluster;
 mod input;
@@ -15,6 +16,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use ray_api::constants::USE_INGRESS_ON_OPENSHIFT;
 use ray_gang::scheduler::BatchScheduler;
 use ray_gang::selection::{SchedulerConfig, select_scheduler};
 use ray_podgen::random::SeededSuffix;
@@ -51,6 +53,10 @@ pub struct RenderArgs {
     /// Seed of the random name suffixes (RayJob / RayService clusters, multi-host replicas).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Render as the operator would on OpenShift: `enableIngress` gives a Route instead of an Ingress
+    /// (unless `USE_INGRESS_ON_OPENSHIFT=true` in the environment, as for the operator).
+    #[arg(long)]
+    openshift: bool,
 }
 
 /// Everything a rendering needs besides the input documents.
@@ -63,6 +69,8 @@ pub struct RenderSettings {
     pub suffixes: SeededSuffix,
     /// Remarks for stderr about what was not rendered and why.
     pub notes: Vec<String>,
+    /// `enableIngress` renders an OpenShift Route instead of an Ingress (`--openshift`).
+    pub use_openshift_route: bool,
 }
 
 impl RenderSettings {
@@ -86,6 +94,7 @@ impl RenderSettings {
             scheduler,
             suffixes: SeededSuffix::new(seed),
             notes: Vec::new(),
+            use_openshift_route: false,
         })
     }
 }
@@ -126,6 +135,10 @@ pub fn as_list(items: Vec<Value>) -> Value {
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut settings = RenderSettings::new(&env, &args.feature_gates, &args.batch_scheduler, args.seed)?;
+    settings.use_openshift_route = ray_reconcile::config::use_openshift_route(
+        args.openshift,
+        env.get(USE_INGRESS_ON_OPENSHIFT).map(String::as_str),
+    );
     let mut sources = Vec::new();
     for file in &args.files {
         let text = if file == "-" {
