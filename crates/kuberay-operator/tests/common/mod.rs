@@ -40,7 +40,7 @@ impl Drop for Operator {
 impl Operator {
     /// Starts the operator against `kubeconfig` with the given metrics and probe ports, JSON logs, the
     /// Lease in `namespace`, and `extra` flags. Operator switches from the developer's environment
-    /// (`ENABLE_*`, `CLUSTER_DOMAIN`, `RAYJOB_*`) are not inherited.
+    /// (`ENABLE_*`, `CLUSTER_DOMAIN`, `RAYJOB_*`, `USE_INGRESS_ON_OPENSHIFT`) are not inherited.
     pub fn start(
         dir: &Path,
         kubeconfig: &Path,
@@ -48,6 +48,19 @@ impl Operator {
         metrics_port: u16,
         probe_port: u16,
         extra: &[&str],
+    ) -> Self {
+        Self::start_with_env(dir, kubeconfig, namespace, metrics_port, probe_port, extra, &[])
+    }
+
+    /// [`Operator::start`] with the operator environment variables `env` set.
+    pub fn start_with_env(
+        dir: &Path,
+        kubeconfig: &Path,
+        namespace: &str,
+        metrics_port: u16,
+        probe_port: u16,
+        extra: &[&str],
+        env: &[(&str, &str)],
     ) -> Self {
         let log = dir.join("operator.log");
         let out = std::fs::File::create(&log).unwrap();
@@ -68,10 +81,16 @@ impl Operator {
             .env("RUST_LOG", "info,ray_reconcile=debug")
             .stdout(Stdio::from(out.try_clone().unwrap()))
             .stderr(Stdio::from(out));
-        let inherited_switch = |k: &str| k.starts_with("ENABLE_") || k.starts_with("RAYJOB_") || k == "CLUSTER_DOMAIN";
+        let inherited_switch = |k: &str| {
+            k.starts_with("ENABLE_")
+                || k.starts_with("RAYJOB_")
+                || k == "CLUSTER_DOMAIN"
+                || k == "USE_INGRESS_ON_OPENSHIFT"
+        };
         for (key, _) in std::env::vars().filter(|(k, _)| inherited_switch(k)) {
             command.env_remove(key);
         }
+        command.envs(env.iter().copied());
         Operator {
             child: command.spawn().unwrap(),
             log,
