@@ -49,6 +49,19 @@ impl Operator {
         probe_port: u16,
         extra: &[&str],
     ) -> Self {
+        Self::start_with_env(dir, kubeconfig, namespace, metrics_port, probe_port, extra, &[])
+    }
+
+    /// [`Operator::start`] with operator switches set in its environment (e.g. `ENABLE_WEBHOOKS=true`).
+    pub fn start_with_env(
+        dir: &Path,
+        kubeconfig: &Path,
+        namespace: &str,
+        metrics_port: u16,
+        probe_port: u16,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let log = dir.join("operator.log");
         let out = std::fs::File::create(&log).unwrap();
         let mut command = Command::new(operator_binary());
@@ -72,9 +85,25 @@ impl Operator {
         for (key, _) in std::env::vars().filter(|(k, _)| inherited_switch(k)) {
             command.env_remove(key);
         }
+        command.envs(env.iter().copied());
         Operator {
             child: command.spawn().unwrap(),
             log,
+        }
+    }
+
+    /// Waits (bounded) for the operator to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "operator still running after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
