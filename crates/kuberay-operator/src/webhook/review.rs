@@ -30,21 +30,21 @@ const REASON_BAD_REQUEST: &str = "BadRequest";
 /// Which of KubeRay's validating webhooks a request is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WebhookKind {
-    /// `/validate-ray-io-v1-raycluster`.
-    RayCluster,
-    /// `/validate-ray-io-v1-rayjob`.
-    RayJob,
-    /// `/validate-ray-io-v1-rayservice`.
-    RayService,
+    /// RayClusters, at `/validate-ray-io-v1-raycluster`.
+    Cluster,
+    /// RayJobs, at `/validate-ray-io-v1-rayjob`.
+    Job,
+    /// RayServices, at `/validate-ray-io-v1-rayservice`.
+    Service,
 }
 
 impl WebhookKind {
     /// The webhook served at `path`, if any.
     pub fn from_path(path: &str) -> Option<Self> {
         match path {
-            RAY_CLUSTER_WEBHOOK_PATH => Some(Self::RayCluster),
-            RAY_JOB_WEBHOOK_PATH => Some(Self::RayJob),
-            RAY_SERVICE_WEBHOOK_PATH => Some(Self::RayService),
+            RAY_CLUSTER_WEBHOOK_PATH => Some(Self::Cluster),
+            RAY_JOB_WEBHOOK_PATH => Some(Self::Job),
+            RAY_SERVICE_WEBHOOK_PATH => Some(Self::Service),
             _ => None,
         }
     }
@@ -83,9 +83,9 @@ fn decide(kind: WebhookKind, request: &AdmissionRequest<DynamicObject>) -> Admis
         return bad_request(response, "there is no content to decode");
     };
     let verdict = match kind {
-        WebhookKind::RayCluster => typed::<RayCluster>(object).map(|c| webhook_validate_ray_cluster(&c)),
-        WebhookKind::RayJob => typed::<RayJob>(object).map(|j| webhook_validate_ray_job(&j)),
-        WebhookKind::RayService => typed::<RayService>(object).map(|s| webhook_validate_ray_service(&s)),
+        WebhookKind::Cluster => typed::<RayCluster>(object).map(|c| webhook_validate_ray_cluster(&c)),
+        WebhookKind::Job => typed::<RayJob>(object).map(|j| webhook_validate_ray_job(&j)),
+        WebhookKind::Service => typed::<RayService>(object).map(|s| webhook_validate_ray_service(&s)),
     };
     match verdict {
         Err(e) => bad_request(response, &e),
@@ -204,15 +204,15 @@ mod tests {
     fn paths_select_the_webhook() {
         assert_eq!(
             WebhookKind::from_path("/validate-ray-io-v1-raycluster"),
-            Some(WebhookKind::RayCluster)
+            Some(WebhookKind::Cluster)
         );
         assert_eq!(
             WebhookKind::from_path("/validate-ray-io-v1-rayjob"),
-            Some(WebhookKind::RayJob)
+            Some(WebhookKind::Job)
         );
         assert_eq!(
             WebhookKind::from_path("/validate-ray-io-v1-rayservice"),
-            Some(WebhookKind::RayService)
+            Some(WebhookKind::Service)
         );
         assert_eq!(WebhookKind::from_path("/mutate-v1-pod"), None);
     }
@@ -226,7 +226,7 @@ mod tests {
             cluster("dup", &["small", "small"]),
             Value::Null,
         );
-        let out = answer(WebhookKind::RayCluster, JSON, &body);
+        let out = answer(WebhookKind::Cluster, JSON, &body);
         assert_eq!(out["apiVersion"], "admission.k8s.io/v1");
         assert_eq!(out["kind"], "AdmissionReview");
         let response = &out["response"];
@@ -259,7 +259,7 @@ mod tests {
             cluster("ok", &["small", "large"]),
             Value::Null,
         );
-        let response = &answer(WebhookKind::RayCluster, JSON, &body)["response"];
+        let response = &answer(WebhookKind::Cluster, JSON, &body)["response"];
         assert_eq!(response["allowed"], true);
         assert_eq!(response["status"]["code"], 200);
     }
@@ -273,10 +273,7 @@ mod tests {
             cluster("c", &["a", "a"]),
             cluster("c", &["a"]),
         );
-        assert_eq!(
-            answer(WebhookKind::RayCluster, JSON, &body)["response"]["allowed"],
-            false
-        );
+        assert_eq!(answer(WebhookKind::Cluster, JSON, &body)["response"]["allowed"], false);
         let body = request(
             "UPDATE",
             "rayclusters",
@@ -284,10 +281,7 @@ mod tests {
             cluster("c", &["a"]),
             cluster("c", &["a", "a"]),
         );
-        assert_eq!(
-            answer(WebhookKind::RayCluster, JSON, &body)["response"]["allowed"],
-            true
-        );
+        assert_eq!(answer(WebhookKind::Cluster, JSON, &body)["response"]["allowed"], true);
     }
 
     #[test]
@@ -302,10 +296,7 @@ mod tests {
         let mut review: Value = serde_json::from_slice(&body).unwrap();
         review["request"]["name"] = json!("c");
         let body = serde_json::to_vec(&review).unwrap();
-        assert_eq!(
-            answer(WebhookKind::RayCluster, JSON, &body)["response"]["allowed"],
-            true
-        );
+        assert_eq!(answer(WebhookKind::Cluster, JSON, &body)["response"]["allowed"], true);
     }
 
     #[test]
@@ -313,7 +304,7 @@ mod tests {
         let name = "j".repeat(48);
         let job = json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": {"entrypoint": "python x.py"}});
         let out = answer(
-            WebhookKind::RayJob,
+            WebhookKind::Job,
             JSON,
             &request("CREATE", "rayjobs", "RayJob", job, Value::Null),
         );
@@ -330,7 +321,7 @@ mod tests {
     fn rayservice_metadata_is_checked() {
         let service = json!({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "1svc"}, "spec": {"rayClusterConfig": cluster("x", &[])["spec"].clone()}});
         let out = answer(
-            WebhookKind::RayService,
+            WebhookKind::Service,
             JSON,
             &request("CREATE", "rayservices", "RayService", service, Value::Null),
         );
@@ -349,7 +340,7 @@ mod tests {
                 br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
             ),
         ] {
-            let out = answer(WebhookKind::RayCluster, content_type, body);
+            let out = answer(WebhookKind::Cluster, content_type, body);
             let response = &out["response"];
             assert_eq!(response["allowed"], false, "{out}");
             assert_eq!(response["status"]["code"], 400, "{out}");
@@ -364,7 +355,7 @@ mod tests {
         ))
         .unwrap();
         review["request"]["object"]["spec"]["workerGroupSpecs"] = json!("not a list");
-        let out = answer(WebhookKind::RayCluster, JSON, &serde_json::to_vec(&review).unwrap());
+        let out = answer(WebhookKind::Cluster, JSON, &serde_json::to_vec(&review).unwrap());
         assert_eq!(out["response"]["allowed"], false);
         assert_eq!(out["response"]["status"]["code"], 400);
         assert_eq!(out["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
