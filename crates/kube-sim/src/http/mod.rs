@@ -581,6 +581,10 @@ impl Ctx {
         body: Option<&Value>,
         patch: Option<&PatchKind>,
     ) -> Result<(), ApiError> {
+        let configured = webhooks::configured_webhooks(self.store());
+        if configured.is_empty() {
+            return Ok(());
+        }
         let ns = route.namespace.as_deref();
         let subresource = route.subresource.as_deref();
         let old = route
@@ -599,7 +603,7 @@ impl Ctx {
             operation,
             namespaced: info.namespaced,
         };
-        let hooks = webhooks::matching_webhooks(self.store(), &attrs);
+        let hooks = webhooks::select(configured, &attrs);
         if hooks.is_empty() {
             return Ok(());
         }

@@ -43,25 +43,29 @@ pub struct AdmissionInput<'a> {
     pub username: &'a str,
 }
 
-/// The webhooks of every stored ValidatingWebhookConfiguration that match `attrs`, in configuration-name
-/// order.
-pub fn matching_webhooks(store: &Store, attrs: &Attributes<'_>) -> Vec<Webhook> {
-    // Writes to the configurations themselves are never sent to webhooks (as the API server does), so a
-    // broken webhook cannot lock its own configuration.
-    if attrs.gvr.group == "admissionregistration.k8s.io" {
-        return Vec::new();
-    }
+/// The webhooks of every stored ValidatingWebhookConfiguration, in configuration-name order (empty, and
+/// cheap, when none is stored: the common case).
+pub fn configured_webhooks(store: &Store) -> Vec<Webhook> {
     let Ok(list) = store.list(&Gvr::validating_webhook_configurations(), None, &ListOptions::default()) else {
         return Vec::new();
     };
     list.items
         .iter()
         .flat_map(|config| webhooks_of(&config.value))
-        .filter(|webhook| webhook.matches(attrs))
         .collect()
 }
 
-/// Runs `webhooks` (from [`matching_webhooks`]) one after another; the first denial (or failed call under
+/// The webhooks among `webhooks` whose rules match `attrs`.
+pub fn select(webhooks: Vec<Webhook>, attrs: &Attributes<'_>) -> Vec<Webhook> {
+    // Writes to the configurations themselves are never sent to webhooks (as the API server does), so a
+    // broken webhook cannot lock its own configuration.
+    if attrs.gvr.group == "admissionregistration.k8s.io" {
+        return Vec::new();
+    }
+    webhooks.into_iter().filter(|webhook| webhook.matches(attrs)).collect()
+}
+
+/// Runs `webhooks` (from [`select`]) one after another; the first denial (or failed call under
 /// `failurePolicy: Fail`) is the error the client gets.
 pub async fn admit(webhooks: &[Webhook], input: &AdmissionInput<'_>) -> Result<(), ApiError> {
     for webhook in webhooks {
