@@ -2,9 +2,10 @@
 //! (leader or not, as controller-runtime's webhook server) answering AdmissionReviews at
 //! `/validate-ray-io-v1-raycluster`, `/validate-ray-io-v1-rayjob` and `/validate-ray-io-v1-rayservice`.
 //!
-//! The certificate and key are read once at start-up from `<cert dir>/tls.crt` and `<cert dir>/tls.key`;
-//! a missing or unreadable file stops the operator with an error naming it.
+//! The certificate and key come from `<cert dir>/tls.crt` and `<cert dir>/tls.key` ([`certs`]): a missing or
+//! unreadable file stops the operator at start-up with an error naming it; later changes are picked up.
 
+pub mod certs;
 pub mod review;
 
 use std::convert::Infallible;
@@ -12,18 +13,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use bytes::Bytes;
+use certs::ServingCertificate;
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
-use ray_api::constants::{WEBHOOK_CERT_FILE, WEBHOOK_KEY_FILE};
 use review::{WebhookKind, review};
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -46,51 +45,18 @@ pub struct WebhookSettings {
     pub cert_dir: PathBuf,
 }
 
-/// The TLS configuration from `<cert_dir>/tls.crt` (PEM chain) and `<cert_dir>/tls.key` (PEM key).
+/// The TLS configuration serving `<cert_dir>/tls.crt` (PEM chain) and `<cert_dir>/tls.key` (PEM key),
+/// re-read when they change.
 pub fn load_tls(cert_dir: &Path) -> anyhow::Result<Arc<ServerConfig>> {
-    let cert_path = cert_dir.join(WEBHOOK_CERT_FILE);
-    let key_path = cert_dir.join(WEBHOOK_KEY_FILE);
-    let cert_pem = read(&cert_path)?;
-    let key_pem = read(&key_path)?;
-    let certs = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| {
-            format!(
-                "webhook certificate {}: not a PEM certificate chain",
-                cert_path.display()
-            )
-        })?;
-    if certs.is_empty() {
-        return Err(anyhow!(
-            "webhook certificate {}: no CERTIFICATE block in the file",
-            cert_path.display()
-        ));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .with_context(|| format!("webhook key {}: not a PEM private key", key_path.display()))?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let provider = Arc::new(ring::default_provider());
+    let certificate = ServingCertificate::load(cert_dir, Arc::clone(&provider))?;
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .context("webhook TLS protocol versions")?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .with_context(|| {
-            format!(
-                "webhook certificate {} and key {} do not form a usable pair",
-                cert_path.display(),
-                key_path.display()
-            )
-        })?;
+        .with_cert_resolver(Arc::new(certificate));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
-}
-
-fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| {
-        format!(
-            "ENABLE_WEBHOOKS=true but the webhook server cannot read {} (set --webhook-cert-dir or mount the serving certificate there)",
-            path.display()
-        )
-    })
 }
 
 /// Loads the certificate, binds the port and serves the webhooks until `stop` turns true.
@@ -178,29 +144,4 @@ fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(text.to_owned())));
     *response.status_mut() = status;
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_certificate_is_named_in_the_error() {
-        let dir = std::env::temp_dir().join(format!("kuberay-webhook-missing-{}", std::process::id()));
-        let err = load_tls(&dir).unwrap_err();
-        let text = format!("{err:#}");
-        assert!(text.contains(&dir.join("tls.crt").display().to_string()), "{text}");
-        assert!(text.contains("ENABLE_WEBHOOKS=true"), "{text}");
-    }
-
-    #[test]
-    fn a_file_without_pem_blocks_is_rejected() {
-        let dir = std::env::temp_dir().join(format!("kuberay-webhook-garbage-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("tls.crt"), "not a certificate").unwrap();
-        std::fs::write(dir.join("tls.key"), "not a key").unwrap();
-        let text = format!("{:#}", load_tls(&dir).unwrap_err());
-        assert!(text.contains("tls.crt"), "{text}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }
