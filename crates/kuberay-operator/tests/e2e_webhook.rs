@@ -1,7 +1,7 @@
 //! End to end: the operator with `ENABLE_WEBHOOKS=true` serves KubeRay's validating webhooks over TLS (a
 //! self-signed CA made with rcgen), kube-sim sends RayCluster/RayJob/RayService writes to them through a
-//! ValidatingWebhookConfiguration, and the client sees KubeRay's rejections — through kube and through
-//! the real `kubectl`.
+//! ValidatingWebhookConfiguration (from `kuberay-operator render --webhook-config`), and the client sees
+//! KubeRay's rejections — through kube and through the real `kubectl`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use base64::Engine as _;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use ray_api::constants::{
@@ -42,31 +41,34 @@ fn serving_certificate() -> (String, String, String) {
     (ca.pem(), cert.pem(), key.serialize_pem())
 }
 
-/// KubeRay's ValidatingWebhookConfiguration (`config/webhook/manifests.yaml`) with `clientConfig.url`s on
-/// `127.0.0.1:port` instead of the in-cluster Service.
-fn webhook_configuration(port: u16, ca_pem: &str) -> DynamicObject {
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let webhook = |name: &str, path: &str, plural: &str| {
-        json!({
-            "name": name,
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca_bundle},
-            "rules": [{"apiGroups": ["ray.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": [plural]}],
-        })
-    };
-    serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": VALIDATING_WEBHOOK_CONFIGURATION_NAME},
-        "webhooks": [
-            webhook(RAY_CLUSTER_WEBHOOK_NAME, RAY_CLUSTER_WEBHOOK_PATH, "rayclusters"),
-            webhook(RAY_JOB_WEBHOOK_NAME, RAY_JOB_WEBHOOK_PATH, "rayjobs"),
-            webhook(RAY_SERVICE_WEBHOOK_NAME, RAY_SERVICE_WEBHOOK_PATH, "rayservices"),
-        ],
-    }))
-    .unwrap()
+/// KubeRay's ValidatingWebhookConfiguration with `clientConfig.url`s on `127.0.0.1:port` instead of the
+/// in-cluster Service, as `kuberay-operator render --webhook-config` prints it.
+fn webhook_configuration(port: u16, ca_file: &Path) -> DynamicObject {
+    let out = Command::new(common::operator_binary())
+        .args(["render", "--webhook-config", "--webhook-url"])
+        .arg(format!("https://127.0.0.1:{port}"))
+        .arg("--webhook-ca-bundle")
+        .arg(ca_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let webhooks = config["webhooks"].as_array().unwrap();
+    let expected = [
+        (RAY_CLUSTER_WEBHOOK_NAME, RAY_CLUSTER_WEBHOOK_PATH),
+        (RAY_JOB_WEBHOOK_NAME, RAY_JOB_WEBHOOK_PATH),
+        (RAY_SERVICE_WEBHOOK_NAME, RAY_SERVICE_WEBHOOK_PATH),
+    ];
+    assert_eq!(webhooks.len(), expected.len());
+    for (webhook, (name, path)) in webhooks.iter().zip(expected) {
+        assert_eq!(webhook["name"], name);
+        assert_eq!(
+            webhook["clientConfig"]["url"],
+            format!("https://127.0.0.1:{port}{path}")
+        );
+    }
+    assert_eq!(config["metadata"]["name"], VALIDATING_WEBHOOK_CONFIGURATION_NAME);
+    serde_json::from_value(config).unwrap()
 }
 
 /// kube-sim, the operator with its webhooks on a free port, and the configuration pointing at them.
@@ -82,6 +84,8 @@ async fn start(tag: &str) -> WebhookEnv {
     std::fs::create_dir_all(&cert_dir).unwrap();
     std::fs::write(cert_dir.join("tls.crt"), cert_pem).unwrap();
     std::fs::write(cert_dir.join("tls.key"), key_pem).unwrap();
+    let ca_file = env.dir.join("ca.crt");
+    std::fs::write(&ca_file, ca_pem).unwrap();
     let port = free_port();
     let operator = Operator::start_with_env(
         &env.dir,
@@ -112,7 +116,7 @@ async fn start(tag: &str) -> WebhookEnv {
         plural: "validatingwebhookconfigurations".into(),
     };
     Api::<DynamicObject>::all_with(env.client.clone(), &configs)
-        .create(&PostParams::default(), &webhook_configuration(port, &ca_pem))
+        .create(&PostParams::default(), &webhook_configuration(port, &ca_file))
         .await
         .unwrap();
     WebhookEnv { env, operator }

@@ -6,6 +6,7 @@
 //! unreadable file stops the operator at start-up with an error naming it; later changes are picked up.
 
 pub mod certs;
+pub mod config;
 pub mod review;
 
 use std::convert::Infallible;
