@@ -65,6 +65,10 @@ impl Gvr {
     pub fn crds() -> Self {
         Self::new("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     }
+    /// Well-known GVR: admissionregistration.k8s.io/v1 validatingwebhookconfigurations.
+    pub fn validating_webhook_configurations() -> Self {
+        Self::new("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
+    }
     /// Well-known GVR: scheduling.volcano.sh/v1beta1 podgroups.
     pub fn volcano_podgroups() -> Self {
         Self::new("scheduling.volcano.sh", "v1beta1", "podgroups")
@@ -290,6 +294,15 @@ fn builtin_table() -> Vec<Builtin> {
             true,
             false,
             G::None,
+        ),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            false,
+            false,
+            G::AllButMetadata,
         ),
         Builtin {
             short: &["crd", "crds"],

@@ -21,6 +21,7 @@ pub mod select;
 pub mod server;
 pub mod store;
 pub mod validate;
+pub mod webhooks;
 
 pub use config::{AgentConfig, SimConfig};
 pub use error::ApiError;

@@ -53,6 +53,12 @@ pub struct Flags {
     pub zap_stacktrace_level: String,
     /// `--zap-time-encoding` (accepted, no effect).
     pub zap_time_encoding: String,
+    /// `--webhook-port`: port of the validating webhook server (with `ENABLE_WEBHOOKS=true`); KubeRay has no
+    /// flag and uses controller-runtime's 9443.
+    pub webhook_port: i64,
+    /// `--webhook-cert-dir`: directory with the webhook server's `tls.crt` and `tls.key`; KubeRay has no
+    /// flag and uses controller-runtime's `/tmp/k8s-webhook-server/serving-certs`.
+    pub webhook_cert_dir: String,
 }
 
 impl Default for Flags {
@@ -81,6 +87,8 @@ impl Default for Flags {
             zap_encoder: String::new(),
             zap_stacktrace_level: String::new(),
             zap_time_encoding: String::new(),
+            webhook_port: i64::from(ray_api::constants::DEFAULT_WEBHOOK_PORT),
+            webhook_cert_dir: ray_api::constants::DEFAULT_WEBHOOK_CERT_DIR.into(),
         }
     }
 }
@@ -227,6 +235,16 @@ const FLAGS: &[(&str, Kind, &str)] = &[
         "Accepted for compatibility; no effect.",
     ),
     ("zap-time-encoding", Kind::Str, "Accepted for compatibility; no effect."),
+    (
+        "webhook-port",
+        Kind::Int,
+        "Port of the validating webhook server (ENABLE_WEBHOOKS=true); not a KubeRay flag.",
+    ),
+    (
+        "webhook-cert-dir",
+        Kind::Str,
+        "Directory with the webhook server's tls.crt and tls.key; not a KubeRay flag.",
+    ),
 ];
 
 /// The usage text printed for `-h`.
@@ -321,6 +339,12 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
             let v = parse_go_int(value).ok_or_else(|| invalid("parse error"))?;
             match name {
                 "reconcile-concurrency" => flags.reconcile_concurrency = v,
+                "webhook-port" => {
+                    if !(1..=i64::from(u16::MAX)).contains(&v) {
+                        return Err(invalid("port out of range"));
+                    }
+                    flags.webhook_port = v;
+                }
                 _ => flags.burst = v,
             }
         }
@@ -343,6 +367,7 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
                 "zap-log-level" => flags.zap_log_level = v,
                 "zap-encoder" => flags.zap_encoder = v,
                 "zap-stacktrace-level" => flags.zap_stacktrace_level = v,
+                "webhook-cert-dir" => flags.webhook_cert_dir = v,
                 _ => flags.zap_time_encoding = v,
             }
         }
@@ -487,6 +512,21 @@ mod tests {
         assert!(parse(["--burst=1_0"]).is_err());
         assert_eq!(run(&["--burst=0x1_0"]).burst, 16);
         assert_eq!(run(&["--burst=010"]).burst, 8);
+    }
+
+    #[test]
+    fn webhook_flags_default_to_controller_runtime_and_check_the_port() {
+        let f = run(&[]);
+        assert_eq!(f.webhook_port, 9443);
+        assert_eq!(f.webhook_cert_dir, "/tmp/k8s-webhook-server/serving-certs");
+        let f = run(&["--webhook-port=10250", "--webhook-cert-dir", "/certs"]);
+        assert_eq!(f.webhook_port, 10250);
+        assert_eq!(f.webhook_cert_dir, "/certs");
+        assert_eq!(
+            parse(["--webhook-port=70000"]).unwrap_err().to_string(),
+            "invalid value \"70000\" for flag -webhook-port: port out of range"
+        );
+        assert!(parse(["--webhook-port=0"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod ratelimit;
 #[allow(clippy::result_large_err)]
 mod render;
 mod run;
+mod webhook;
 
 use std::process::ExitCode;
 

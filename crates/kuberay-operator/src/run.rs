@@ -16,7 +16,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use ray_api::constants::USE_INGRESS_ON_OPENSHIFT;
+use ray_api::constants::{ENABLE_WEBHOOKS, USE_INGRESS_ON_OPENSHIFT};
 use ray_gang::selection::{SchedulerConfig, select_scheduler};
 use ray_podgen::{FeatureGates, PodGenConfig};
 use ray_reconcile::ReconcileConfig;
@@ -214,6 +214,16 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         info!("--forced-cluster-upgrade is deprecated and has no effect");
     }
     let (mut reconcile, podgen) = reconcile_settings(&flags, file.as_ref())?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every replica serves the webhooks, leader or not (controller-runtime starts its webhook server
+    // outside leader election), and a missing certificate stops the operator before anything else.
+    if std::env::var(ENABLE_WEBHOOKS).is_ok_and(|v| v == "true") {
+        let settings = crate::webhook::WebhookSettings {
+            port: u16::try_from(flags.webhook_port).context("--webhook-port")?,
+            cert_dir: flags.webhook_cert_dir.clone().into(),
+        };
+        crate::webhook::start(&settings, stop_rx.clone()).await?;
+    }
     let client = build_client(&flags).await?;
     let api_groups = ServerApiGroups::discover(&client).await?;
     reconcile.use_openshift_route = ray_reconcile::config::use_openshift_route(
@@ -239,7 +249,6 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     );
     let registry = Arc::new(registry);
 
-    let (stop_tx, stop_rx) = watch::channel(false);
     let ready = Arc::new(AtomicBool::new(false));
     if let Some(addr) = listen_addr(&flags.metrics_addr)? {
         let listener = TcpListener::bind(addr)

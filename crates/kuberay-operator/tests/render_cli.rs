@@ -217,3 +217,55 @@ fn unknown_field_exits_2_naming_its_path() {
         "stderr: {stderr}"
     );
 }
+
+#[test]
+fn webhook_config_prints_kuberays_validating_webhook_configuration() {
+    let out = render(
+        &[
+            "--webhook-config",
+            "--webhook-service-namespace",
+            "ray-system",
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let docs: Vec<Value> = ray_api::yaml::from_yaml_documents(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let config = &docs[0];
+    assert_eq!(config["kind"], "ValidatingWebhookConfiguration");
+    let webhooks = config["webhooks"].as_array().unwrap();
+    let summary: Vec<(&str, &str, &str, &str)> = webhooks
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap(),
+                w["clientConfig"]["service"]["namespace"].as_str().unwrap(),
+                w["clientConfig"]["service"]["path"].as_str().unwrap(),
+                w["rules"][0]["resources"][0].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "vraycluster.kb.io",
+                "ray-system",
+                "/validate-ray-io-v1-raycluster",
+                "rayclusters"
+            ),
+            ("vrayjob.kb.io", "ray-system", "/validate-ray-io-v1-rayjob", "rayjobs"),
+            (
+                "vrayservice.kb.io",
+                "ray-system",
+                "/validate-ray-io-v1-rayservice",
+                "rayservices"
+            ),
+        ]
+    );
+    assert!(webhooks.iter().all(|w| w["clientConfig"].get("caBundle").is_none()));
+    // Files and --webhook-config do not mix.
+    let out = render(&["--webhook-config", "-f", "x.yaml"], None);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -355,3 +355,33 @@ pub const NEURON_CORE_RAY_RESOURCE: &str = "neuron_cores";
 pub const TPU_CONTAINER_RESOURCE: &str = "google.com/tpu";
 /// Ray resource name TPUs are advertised as.
 pub const TPU_RAY_RESOURCE: &str = "TPU";
+
+// Validating admission webhooks (`ENABLE_WEBHOOKS=true`; KubeRay `pkg/webhooks/v1`,
+// `config/webhook/manifests.yaml`).
+
+/// API group of KubeRay's resources (the group of `RayCluster.ray.io` in webhook errors).
+pub const RAY_API_GROUP: &str = "ray.io";
+/// URL path of the RayCluster validating webhook.
+pub const RAY_CLUSTER_WEBHOOK_PATH: &str = "/validate-ray-io-v1-raycluster";
+/// URL path of the RayJob validating webhook.
+pub const RAY_JOB_WEBHOOK_PATH: &str = "/validate-ray-io-v1-rayjob";
+/// URL path of the RayService validating webhook.
+pub const RAY_SERVICE_WEBHOOK_PATH: &str = "/validate-ray-io-v1-rayservice";
+/// Name of the RayCluster webhook in the ValidatingWebhookConfiguration.
+pub const RAY_CLUSTER_WEBHOOK_NAME: &str = "vraycluster.kb.io";
+/// Name of the RayJob webhook in the ValidatingWebhookConfiguration.
+pub const RAY_JOB_WEBHOOK_NAME: &str = "vrayjob.kb.io";
+/// Name of the RayService webhook in the ValidatingWebhookConfiguration.
+pub const RAY_SERVICE_WEBHOOK_NAME: &str = "vrayservice.kb.io";
+/// Name of KubeRay's ValidatingWebhookConfiguration.
+pub const VALIDATING_WEBHOOK_CONFIGURATION_NAME: &str = "validating-webhook-configuration";
+/// Port of the webhook server (controller-runtime's default).
+pub const DEFAULT_WEBHOOK_PORT: u16 = 9443;
+/// Directory holding the webhook server's `tls.crt` and `tls.key` (controller-runtime's default).
+pub const DEFAULT_WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// File name of the webhook server's certificate chain (PEM) in the cert directory.
+pub const WEBHOOK_CERT_FILE: &str = "tls.crt";
+/// File name of the webhook server's private key (PEM) in the cert directory.
+pub const WEBHOOK_KEY_FILE: &str = "tls.key";
+/// The webhooks' message for a repeated worker group name.
+pub const WORKER_GROUP_NAMES_MUST_BE_UNIQUE: &str = "worker group names must be unique";

@@ -24,6 +24,7 @@ use crate::kinds::{Gvr, ResourceInfo};
 use crate::patch::PatchKind;
 use crate::select::LabelSelector;
 use crate::store::{DeleteOptions, ListOptions, ListResult, Store, StoredObject};
+use crate::webhooks::{self, AdmissionInput, Attributes, Operation};
 use proxy::{ProxyRegistry, ProxyRequest};
 
 /// Response body type of the server.
@@ -476,6 +477,7 @@ impl Ctx {
             ),
             ("create", None) => {
                 let obj = self.parse_body()?;
+                self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
                 Ok(self.object_response(201, &created))
             }
@@ -512,6 +514,7 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
+                self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let (o, created) = self
                     .store()
                     .update_or_create_as(gvr, ns, obj, sub, q.get("fieldManager"))?;
@@ -530,6 +533,7 @@ impl Ctx {
                     _ => serde_json::from_slice(&self.body)
                         .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
                 };
+                self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
                         .patch_or_create_as(gvr, ns, name, &kind, &body, sub, q.get("fieldManager"))?;
@@ -537,6 +541,7 @@ impl Ctx {
             }
             ("delete", Some(name)) => {
                 let opts = self.delete_options(q)?;
+                self.admit(&info, &route, verb, None, None).await?;
                 let out = self.store().delete(gvr, ns, name, &opts)?;
                 let mut resp = if out.finished && !info.return_deleted_object {
                     let mut details = serde_json::Map::new();
@@ -562,6 +567,103 @@ impl Ctx {
             }
             _ => Err(ApiError::method_not_allowed()),
         }
+    }
+
+    /// Sends a write of one object to the validating webhooks whose rules match it (nothing to do, and
+    /// nothing computed, when none does). `body` is the request body: the object for create and update, the
+    /// patch for patch. A request the store will reject anyway (missing object, unreadable patch) is left to
+    /// the store.
+    async fn admit(
+        &self,
+        info: &ResourceInfo,
+        route: &Route,
+        verb: &str,
+        body: Option<&Value>,
+        patch: Option<&PatchKind>,
+    ) -> Result<(), ApiError> {
+        let configured = webhooks::configured_webhooks(self.store());
+        if configured.is_empty() {
+            return Ok(());
+        }
+        let ns = route.namespace.as_deref();
+        let subresource = route.subresource.as_deref();
+        let old = route
+            .name
+            .as_deref()
+            .and_then(|name| self.store().get(&info.gvr, ns, name).ok());
+        let operation = match (verb, &old) {
+            ("create", _) => Operation::Create,
+            ("delete", _) => Operation::Delete,
+            (_, None) => Operation::Create,
+            (_, Some(_)) => Operation::Update,
+        };
+        let attrs = Attributes {
+            gvr: &info.gvr,
+            subresource,
+            operation,
+            namespaced: info.namespaced,
+        };
+        let hooks = webhooks::select(configured, &attrs);
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let mut object = match (verb, patch, &old) {
+            ("delete", _, None) => return Ok(()),
+            ("delete", _, Some(_)) => None,
+            ("update", _, None) if !info.create_on_update => return Ok(()),
+            ("patch", Some(PatchKind::Apply { .. }), None) => body.cloned(),
+            ("patch", _, None) => return Ok(()),
+            ("patch", Some(kind), Some(old)) => {
+                let mut doc = old.value.clone();
+                let patched = match kind {
+                    PatchKind::Merge => {
+                        crate::patch::merge_patch(&mut doc, body.unwrap_or(&Value::Null));
+                        Ok(())
+                    }
+                    PatchKind::Json => crate::patch::json_patch(&mut doc, body.unwrap_or(&Value::Null)),
+                    PatchKind::Strategic => crate::patch::strategic_merge(&mut doc, body.unwrap_or(&Value::Null)),
+                    PatchKind::Apply { .. } if info.strategic_merge => {
+                        crate::patch::strategic_merge(&mut doc, body.unwrap_or(&Value::Null))
+                    }
+                    PatchKind::Apply { .. } => {
+                        crate::patch::merge_patch(&mut doc, body.unwrap_or(&Value::Null));
+                        Ok(())
+                    }
+                };
+                if patched.is_err() {
+                    return Ok(());
+                }
+                Some(doc)
+            }
+            _ => body.cloned(),
+        };
+        if let Some(obj) = object.as_mut().and_then(Value::as_object_mut) {
+            obj.entry("apiVersion").or_insert_with(|| json!(info.gvr.api_version()));
+            obj.entry("kind").or_insert_with(|| json!(info.kind));
+            if let (Some(ns), Some(meta)) = (ns, obj.get_mut("metadata").and_then(Value::as_object_mut)) {
+                meta.entry("namespace").or_insert_with(|| json!(ns));
+            }
+        }
+        let name = route
+            .name
+            .clone()
+            .or_else(|| {
+                object
+                    .as_ref()
+                    .and_then(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+            })
+            .unwrap_or_default();
+        let input = AdmissionInput {
+            info,
+            subresource,
+            operation,
+            namespace: ns,
+            name: &name,
+            object: object.as_ref(),
+            old_object: old.as_ref().map(|o| &o.value),
+            username: webhooks::SIM_USERNAME,
+        };
+        webhooks::admit(&hooks, &input).await
     }
 
     fn delete_options(&self, q: &Query) -> Result<DeleteOptions, ApiError> {

@@ -39,8 +39,23 @@ pub enum OutputFormat {
 #[derive(Debug, clap::Args)]
 pub struct RenderArgs {
     /// A YAML file of RayCluster / RayJob / RayService documents (`-` for stdin); repeatable.
-    #[arg(short = 'f', long = "filename", required = true)]
+    #[arg(short = 'f', long = "filename", required_unless_present = "webhook_config")]
     files: Vec<String>,
+    /// Print the ValidatingWebhookConfiguration of the operator's webhooks (`ENABLE_WEBHOOKS=true`) instead.
+    #[arg(long = "webhook-config", conflicts_with = "files")]
+    webhook_config: bool,
+    /// With --webhook-config: reach the webhooks at this base URL (`https://host:port`) instead of a Service.
+    #[arg(long = "webhook-url", requires = "webhook_config")]
+    webhook_url: Option<String>,
+    /// With --webhook-config: namespace of the webhook Service.
+    #[arg(long = "webhook-service-namespace", requires = "webhook_config", default_value = crate::webhook::config::DEFAULT_SERVICE_NAMESPACE)]
+    webhook_service_namespace: String,
+    /// With --webhook-config: name of the webhook Service.
+    #[arg(long = "webhook-service-name", requires = "webhook_config", default_value = crate::webhook::config::DEFAULT_SERVICE_NAME)]
+    webhook_service_name: String,
+    /// With --webhook-config: a PEM file of the CA that signed the webhook server's certificate (`caBundle`).
+    #[arg(long = "webhook-ca-bundle", requires = "webhook_config")]
+    webhook_ca_bundle: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Json)]
     output: OutputFormat,
@@ -133,6 +148,9 @@ pub fn as_list(items: Vec<Value>) -> Value {
 
 /// Runs `render`: exit code 0 on success, 2 on invalid input (message on stderr, nothing on stdout).
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
+    if args.webhook_config {
+        return print_webhook_config(&args);
+    }
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut settings = RenderSettings::new(&env, &args.feature_gates, &args.batch_scheduler, args.seed)?;
     settings.use_openshift_route = ray_reconcile::config::use_openshift_route(
@@ -160,17 +178,39 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let list = as_list(items);
-    let text = match args.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&list)? + "\n",
-        OutputFormat::Yaml => serde_saphyr::to_string(&list).context("writing YAML")?,
+    print(&as_list(items), args.output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `render --webhook-config`: KubeRay's ValidatingWebhookConfiguration for a Service or a URL.
+fn print_webhook_config(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    use crate::webhook::config::{WebhookEndpoint, validating_webhook_configuration};
+    let endpoint = match &args.webhook_url {
+        Some(url) => WebhookEndpoint::Url(url.clone()),
+        None => WebhookEndpoint::Service {
+            namespace: args.webhook_service_namespace.clone(),
+            name: args.webhook_service_name.clone(),
+        },
+    };
+    let ca = match &args.webhook_ca_bundle {
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading --webhook-ca-bundle {path}"))?),
+        None => None,
+    };
+    print(&validating_webhook_configuration(&endpoint, ca.as_deref()), args.output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `value` to stdout in `format` (a closed pipe is not an error).
+fn print(value: &Value, format: OutputFormat) -> anyhow::Result<()> {
+    let text = match format {
+        OutputFormat::Json => serde_json::to_string_pretty(value)? + "\n",
+        OutputFormat::Yaml => serde_saphyr::to_string(value).context("writing YAML")?,
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other.context("writing to stdout")?,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

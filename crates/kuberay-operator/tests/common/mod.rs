@@ -52,7 +52,7 @@ impl Operator {
         Self::start_with_env(dir, kubeconfig, namespace, metrics_port, probe_port, extra, &[])
     }
 
-    /// [`Operator::start`] with the operator environment variables `env` set.
+    /// [`Operator::start`] with operator switches set in its environment (e.g. `ENABLE_WEBHOOKS=true`).
     pub fn start_with_env(
         dir: &Path,
         kubeconfig: &Path,
@@ -94,6 +94,21 @@ impl Operator {
         Operator {
             child: command.spawn().unwrap(),
             log,
+        }
+    }
+
+    /// Waits (bounded) for the operator to exit on its own; its exit status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "operator still running after {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

@@ -5,6 +5,8 @@
 //! - RayJob: [`validate_ray_job_metadata`], [`validate_ray_job_spec`], [`validate_ray_job_status`]
 //!   (job-service spec §1.12).
 //! - RayService: [`validate_ray_service_metadata`], [`validate_ray_service_spec`] (job-service spec §2.12).
+//! - The validating admission webhooks: [`webhook_validate_ray_cluster`], [`webhook_validate_ray_job`],
+//!   [`webhook_validate_ray_service`] (reconcile spec §6.5).
 //!
 //! Every function runs KubeRay's checks in KubeRay's order and returns the first failure. The
 //! error carries KubeRay's exact message ([`ValidationError::message`], what the controllers put in
@@ -20,6 +22,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar};
 mod raycluster;
 mod rayjob;
 mod rayservice;
+mod webhook;
 
 pub use raycluster::{
     validate_ray_cluster, validate_ray_cluster_metadata, validate_ray_cluster_spec, validate_ray_cluster_status,
@@ -27,6 +30,10 @@ pub use raycluster::{
 };
 pub use rayjob::{validate_ray_job, validate_ray_job_metadata, validate_ray_job_spec, validate_ray_job_status};
 pub use rayservice::{validate_ray_service, validate_ray_service_metadata, validate_ray_service_spec};
+pub use webhook::{
+    FIELD_VALUE_INVALID, InvalidField, WebhookRejection, webhook_validate_ray_cluster, webhook_validate_ray_job,
+    webhook_validate_ray_service,
+};
 
 /// A failed KubeRay validation rule.
 ///
