@@ -26,6 +26,7 @@ pub mod rayjob;
 pub mod rayservice;
 pub mod service;
 pub mod start_params;
+pub mod tls;
 
 pub use config::{FeatureGates, PodGenConfig};
 pub use error::PodGenError;
@@ -37,3 +38,5 @@ mod test_fixtures;
 mod tests_pod;
 #[cfg(test)]
 mod tests_service;
+#[cfg(test)]
+mod tests_tls;
