@@ -424,7 +424,8 @@ async fn run_controllers(
     };
     let mtls = config.mtls_feed.clone().map(|feed| {
         let (client, stop) = (client.clone(), waiter(rx.clone()));
-        tokio::spawn(ray_reconcile::mtls::controller::run(client, feed, stop))
+        let cluster_domain = config.podgen.config.cluster_domain.clone();
+        tokio::spawn(ray_reconcile::mtls::controller::run(client, feed, cluster_domain, stop))
     });
     tokio::join!(
         controller::run(client.clone(), config, waiter(rx.clone())),

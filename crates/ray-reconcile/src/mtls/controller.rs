@@ -4,16 +4,19 @@
 //!
 //! Intervals: a pass whose certificates are not issued yet comes back after 30 s, a ready PKI is
 //! re-checked every minute; failed passes back off exponentially per cluster (controller-runtime
-//! ignores `RequeueAfter` when a pass returns an error, and so does this port).
+//! ignores `RequeueAfter` when a pass returns an error, and so does this port). KubeRay also watches
+//! the Issuers and Certificates it owns; this port does not (the RayCluster controller polls
+//! certificate readiness itself before creating pods), so a certificate issued between two passes is
+//! reported by the next timed pass.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -26,8 +29,11 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::feed::{MtlsFeed, MtlsSignal};
-use super::names::{CERT_MANAGER_GROUP, DEFAULT_REQUEUE, MTLS_CLEANUP_FINALIZER, PERIODIC_CHECK, reason};
-use super::plan::{self, CertManagerKind, Decision, DesiredObject};
+use super::names::{
+    CERT_MANAGER_API_VERSION, CERT_MANAGER_GROUP, CERTIFICATE_KIND, DEFAULT_REQUEUE, EXPIRY_WARNING, PERIODIC_CHECK,
+    reason,
+};
+use super::plan::{self, CertManagerKind, Decision, DesiredObject, PodIps};
 use crate::events::{EventSpec, action};
 use crate::executor::{backoff_delay, cluster_key};
 use crate::index::ClusterKey;
@@ -35,9 +41,6 @@ use crate::runtime_util::publish_event;
 
 /// The controller name events are reported under.
 pub const MTLS_CONTROLLER: &str = "raycluster-mtls-controller";
-
-/// Retry of a finalizer update that lost a race with another writer of the cluster.
-const CONFLICT_RETRY: Duration = Duration::from_millis(200);
 
 /// Why an mTLS pass failed.
 #[derive(Debug, thiserror::Error)]
@@ -59,13 +62,15 @@ pub enum MtlsError {
 pub struct MtlsContext {
     client: Client,
     recorder: Recorder,
+    /// The operator's `CLUSTER_DOMAIN` (empty: `cluster.local`), for the head certificate's FQDN.
+    cluster_domain: String,
     /// Latest pod IPs per tracked cluster (from the feed).
-    pod_ips: Mutex<HashMap<ClusterKey, Vec<String>>>,
+    pod_ips: Mutex<HashMap<ClusterKey, PodIps>>,
     failures: Mutex<HashMap<ClusterKey, u32>>,
 }
 
 impl MtlsContext {
-    fn new(client: Client) -> Self {
+    fn new(client: Client, cluster_domain: String) -> Self {
         let reporter = Reporter {
             controller: MTLS_CONTROLLER.to_owned(),
             instance: std::env::var("POD_NAME").ok(),
@@ -73,6 +78,7 @@ impl MtlsContext {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
+            cluster_domain,
             pod_ips: Mutex::default(),
             failures: Mutex::default(),
         }
@@ -82,7 +88,7 @@ impl MtlsContext {
         publish_event(&self.recorder, &cluster.object_ref(&()), event).await;
     }
 
-    fn pod_ips(&self, key: &ClusterKey) -> Vec<String> {
+    fn pod_ips(&self, key: &ClusterKey) -> PodIps {
         self.pod_ips
             .lock()
             .ok()
@@ -90,14 +96,19 @@ impl MtlsContext {
             .unwrap_or_default()
     }
 
-    /// Records new pod IPs; true when the normalized set changed.
-    fn set_pod_ips(&self, key: ClusterKey, ips: Vec<String>) -> bool {
-        let normalized = plan::normalize_ips(ips.iter().map(String::as_str));
+    /// Records new pod IPs; true when a certificate's IP set changes with them.
+    fn set_pod_ips(&self, key: ClusterKey, ips: PodIps) -> bool {
+        let normalized = |ips: &PodIps| {
+            (
+                plan::normalize_ips(ips.head.iter().map(String::as_str)),
+                plan::normalize_ips(ips.worker.iter().map(String::as_str)),
+            )
+        };
         let Ok(mut map) = self.pod_ips.lock() else {
             return false;
         };
-        let previous = map.insert(key, ips);
-        previous.is_none_or(|p| plan::normalize_ips(p.iter().map(String::as_str)) != normalized)
+        let now = normalized(&ips);
+        map.insert(key, ips).is_none_or(|previous| normalized(&previous) != now)
     }
 
     fn forget(&self, key: &ClusterKey) {
@@ -115,13 +126,18 @@ fn resource(kind: CertManagerKind) -> ApiResource {
 }
 
 /// Run the mTLS controller until `shutdown` resolves. It takes the feed's receiver; without it (a
-/// second call) it returns at once.
-pub async fn run(client: Client, feed: MtlsFeed, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+/// second call) it returns at once. `cluster_domain` is the operator's `CLUSTER_DOMAIN`.
+pub async fn run(
+    client: Client,
+    feed: MtlsFeed,
+    cluster_domain: String,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let Some(mut signals) = feed.take_receiver() else {
         warn!("mTLS controller already running; not starting a second one");
         return;
     };
-    let ctx = Arc::new(MtlsContext::new(client));
+    let ctx = Arc::new(MtlsContext::new(client, cluster_domain));
     let (reader, mut writer) = reflector::store::<RayCluster>();
     // The store starts empty and complete: clusters arrive one by one from the feed.
     writer.apply_watcher_event(&watcher::Event::Init);
@@ -191,17 +207,6 @@ fn error_policy(cluster: Arc<RayCluster>, error: &MtlsError, ctx: Arc<MtlsContex
 async fn reconcile(cluster: Arc<RayCluster>, ctx: Arc<MtlsContext>) -> Result<Action, MtlsError> {
     let action = match plan::decide(&cluster) {
         Decision::Ignore => Action::await_change(),
-        Decision::Cleanup { secrets } => cleanup(&cluster, &ctx, &secrets).await?,
-        Decision::AddFinalizer => {
-            let mut finalizers = cluster.finalizers().to_vec();
-            finalizers.push(MTLS_CLEANUP_FINALIZER.to_owned());
-            match set_finalizers(&cluster, &ctx, finalizers).await {
-                // The watch event of the update brings the next pass; this is the fallback.
-                Ok(()) => Action::requeue(CONFLICT_RETRY),
-                Err(kube::Error::Api(s)) if s.code == 409 => Action::requeue(CONFLICT_RETRY),
-                Err(e) => return Err(e.into()),
-            }
-        }
         Decision::Reconcile => ensure_pki(&cluster, &ctx).await?,
     };
     if let Ok(mut failures) = ctx.failures.lock() {
@@ -210,68 +215,16 @@ async fn reconcile(cluster: Arc<RayCluster>, ctx: Arc<MtlsContext>) -> Result<Ac
     Ok(action)
 }
 
-/// Replace the finalizer list, guarded by the resourceVersion (KubeRay uses an Update).
-async fn set_finalizers(cluster: &RayCluster, ctx: &MtlsContext, finalizers: Vec<String>) -> Result<(), kube::Error> {
-    let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let patch = serde_json::json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": cluster.resource_version()}
-    });
-    api.patch(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
-}
-
-/// Deletion: the generated Secrets go (cert-manager may not own them), then the finalizer.
-async fn cleanup(cluster: &RayCluster, ctx: &MtlsContext, secrets: &[String]) -> Result<Action, MtlsError> {
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    for secret in secrets {
-        match api.delete(secret, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.is_not_found() => {}
-            Err(e) => {
-                ctx.publish(
-                    cluster,
-                    EventSpec::warning(
-                        reason::MTLS_FAILED_TO_CLEANUP_SECRETS,
-                        action::CLEANUP,
-                        format!("Failed to clean up mTLS secrets: {e}"),
-                    ),
-                )
-                .await;
-                return Err(e.into());
-            }
-        }
-    }
-    ctx.publish(
-        cluster,
-        EventSpec::normal(
-            reason::MTLS_SECRETS_CLEANED_UP,
-            action::CLEANUP,
-            "Auto-generated mTLS secrets deleted",
-        ),
-    )
-    .await;
-    let rest = cluster
-        .finalizers()
-        .iter()
-        .filter(|f| *f != MTLS_CLEANUP_FINALIZER)
-        .cloned()
-        .collect();
-    set_finalizers(cluster, ctx, rest).await?;
-    info!("removed the mTLS finalizer after the secret cleanup");
-    Ok(Action::await_change())
-}
-
 /// The PKI steps in order, then the readiness report.
 async fn ensure_pki(cluster: &RayCluster, ctx: &MtlsContext) -> Result<Action, MtlsError> {
     let namespace = cluster.namespace().unwrap_or_default();
     let ips = ctx.pod_ips(&cluster_key(cluster));
-    let mut leaves = Vec::new();
-    for desired in plan::desired_objects(cluster, ips.iter().map(String::as_str)) {
+    let mut certificates = Vec::new();
+    for desired in plan::desired_objects(cluster, &ips, &ctx.cluster_domain) {
         match ensure_object(cluster, ctx, &namespace, &desired).await {
             Ok(object) => {
-                if desired.leaf.is_some() {
-                    leaves.push(object);
+                if desired.kind == CertManagerKind::Certificate {
+                    certificates.push((desired.leaf.is_some(), object));
                 }
             }
             Err(source) => {
@@ -279,7 +232,7 @@ async fn ensure_pki(cluster: &RayCluster, ctx: &MtlsContext) -> Result<Action, M
                     cluster,
                     EventSpec::warning(
                         reason::MTLS_FAILED_TO_RECONCILE,
-                        action::UPDATE,
+                        action::RECONCILE,
                         format!("Failed to reconcile mTLS {}: {source}", desired.step),
                     ),
                 )
@@ -291,16 +244,17 @@ async fn ensure_pki(cluster: &RayCluster, ctx: &MtlsContext) -> Result<Action, M
             }
         }
     }
-    let ready = leaves
+    let ready = certificates
         .iter()
-        .all(|object| serde_json::to_value(object).is_ok_and(|v| plan::certificate_ready(&v)));
+        .filter(|(leaf, _)| *leaf)
+        .all(|(_, object)| serde_json::to_value(object).is_ok_and(|v| plan::certificate_ready(&v)));
     if !ready {
         debug!("TLS certificates not ready yet");
         ctx.publish(
             cluster,
             EventSpec::normal(
                 reason::MTLS_CERTS_NOT_READY,
-                action::UPDATE,
+                action::RECONCILE,
                 "Waiting for cert-manager to issue mTLS certificates",
             ),
         )
@@ -311,29 +265,44 @@ async fn ensure_pki(cluster: &RayCluster, ctx: &MtlsContext) -> Result<Action, M
         cluster,
         EventSpec::normal(
             reason::MTLS_PKI_READY,
-            action::UPDATE,
+            action::RECONCILE,
             "mTLS PKI is ready: CA, head, and worker certificates issued",
         ),
     )
     .await;
-    log_expiring(&leaves);
+    // KubeRay checks head, worker, then CA.
+    certificates.rotate_left(1);
+    for (_, certificate) in &certificates {
+        warn_if_expiring(cluster, ctx, certificate).await;
+    }
     Ok(Action::requeue(PERIODIC_CHECK))
 }
 
-/// Logs leaf certificates that expire within a day (KubeRay's `checkTLSCertificateExpiry`).
-fn log_expiring(leaves: &[DynamicObject]) {
-    let now = k8s_openapi::jiff::Timestamp::now();
-    for leaf in leaves {
-        let not_after = leaf
-            .data
-            .pointer("/status/notAfter")
-            .and_then(Value::as_str)
-            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
-        if let Some(not_after) = not_after
-            && not_after.duration_since(now).as_secs() < 24 * 3600
-        {
-            info!(certificate = %leaf.name_any(), expires_at = %not_after, "TLS certificate expiring soon");
-        }
+/// `checkTLSCertificateExpiry`: a warning event for a certificate that expires within a day (Ray
+/// reads its certificates once, so its pods need a restart after the renewal).
+async fn warn_if_expiring(cluster: &RayCluster, ctx: &MtlsContext, certificate: &DynamicObject) {
+    let not_after = certificate
+        .data
+        .pointer("/status/notAfter")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
+    let Some(not_after) = not_after else {
+        return;
+    };
+    let remaining = not_after
+        .duration_since(k8s_openapi::jiff::Timestamp::now())
+        .as_secs_f64();
+    if remaining < EXPIRY_WARNING.as_secs_f64() {
+        let note = format!(
+            "TLS certificate {} expires in {:.1} hours; Ray does not hot-reload certs so a pod restart will be needed after renewal",
+            certificate.name_any(),
+            remaining / 3600.0
+        );
+        ctx.publish(
+            cluster,
+            EventSpec::warning(reason::MTLS_CERTIFICATE_EXPIRING_SOON, action::RECONCILE, note),
+        )
+        .await;
     }
 }
 
@@ -358,6 +327,9 @@ async fn ensure_object(
     let labels: BTreeMap<String, String> = existing.metadata.labels.clone().unwrap_or_default();
     let spec = existing.data.get("spec").cloned().unwrap_or(Value::Null);
     if !plan::needs_update(desired, &labels, &spec) {
+        if desired.kind == CertManagerKind::Certificate {
+            ensure_secret_owned_by_certificate(ctx, namespace, &existing).await?;
+        }
         return Ok(existing);
     }
     if let Some(leaf) = desired.leaf {
@@ -387,7 +359,45 @@ async fn ensure_object(
     let owners = existing.metadata.owner_references.get_or_insert_with(Vec::new);
     owners.retain(|o| o.uid != owner.uid && o.controller != Some(true));
     owners.push(owner);
-    api.replace(&desired.name, &PostParams::default(), &existing).await
+    let updated = api.replace(&desired.name, &PostParams::default(), &existing).await?;
+    ensure_secret_owned_by_certificate(ctx, namespace, &updated).await?;
+    Ok(updated)
+}
+
+/// `ensureSecretOwnedByCertificate`: the Secret cert-manager wrote for `certificate` gets an owner
+/// reference to it (`blockOwnerDeletion`), so deleting the RayCluster deletes Certificates and then
+/// their Secrets. A Secret not issued yet is left for a later pass; one already owned is not written.
+async fn ensure_secret_owned_by_certificate(
+    ctx: &MtlsContext,
+    namespace: &str,
+    certificate: &DynamicObject,
+) -> Result<(), kube::Error> {
+    let Some(secret_name) = certificate.data.pointer("/spec/secretName").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(mut secret) = api.get_opt(secret_name).await? else {
+        return Ok(());
+    };
+    let owner = OwnerReference {
+        api_version: CERT_MANAGER_API_VERSION.to_owned(),
+        kind: CERTIFICATE_KIND.to_owned(),
+        name: certificate.name_any(),
+        uid: certificate.uid().unwrap_or_default(),
+        controller: None,
+        block_owner_deletion: Some(true),
+    };
+    let owners = secret.metadata.owner_references.get_or_insert_with(Vec::new);
+    let same_owner = |o: &OwnerReference| {
+        o.kind == owner.kind && o.name == owner.name && o.api_version.split('/').next() == Some(CERT_MANAGER_GROUP)
+    };
+    match owners.iter_mut().find(|o| same_owner(o)) {
+        Some(existing) if *existing == owner => return Ok(()),
+        Some(existing) => *existing = owner,
+        None => owners.push(owner),
+    }
+    api.replace(secret_name, &PostParams::default(), &secret).await?;
+    Ok(())
 }
 
 fn set_spec(data: &mut Value, spec: Value) {

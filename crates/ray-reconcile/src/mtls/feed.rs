@@ -1,8 +1,8 @@
 //! How the mTLS controller learns about clusters and pod IPs without watches of its own: the
 //! RayCluster controller's RayCluster and Pod watches already see everything it needs, so they hand
-//! over (a) every change of a cluster that wants mTLS or still holds the mTLS finalizer and (b) the
-//! pod IPs of those clusters whenever their pods change. Clusters without TLS cost one set lookup per
-//! event and nothing is copied for them.
+//! over (a) every change of a cluster that wants mTLS and (b) the head and worker pod IPs of those
+//! clusters whenever their pods change. Clusters without TLS cost one set lookup per event and nothing
+//! is copied for them.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -12,21 +12,24 @@ use tokio::sync::mpsc;
 
 use crate::executor::cluster_key;
 use crate::index::{ClusterIndex, ClusterKey};
-use crate::observed::PodInfo;
+use crate::observed::{PodInfo, PodRole};
+use ray_autoscale::PodPhase;
+
+use super::plan::PodIps;
 
 /// One hand-over from the RayCluster controller.
 #[derive(Clone, Debug)]
 pub enum MtlsSignal {
-    /// A cluster that wants mTLS (or holds the finalizer) was created or changed.
+    /// A cluster that wants mTLS was created or changed.
     Apply(Box<RayCluster>),
     /// A tracked cluster went away or no longer concerns the mTLS controller.
     Forget(ClusterKey),
-    /// The pod IPs of a tracked cluster (unsorted, empties included).
+    /// The pod IPs of a tracked cluster.
     Pods {
         /// The cluster.
         key: ClusterKey,
-        /// `status.podIP` of each of its pods.
-        ips: Vec<String>,
+        /// IPs of its live head and worker pods.
+        ips: PodIps,
     },
 }
 
@@ -46,7 +49,24 @@ impl Default for MtlsFeed {
 
 /// Whether the mTLS controller cares about `cluster`.
 pub fn concerns_mtls(cluster: &RayCluster) -> bool {
-    super::tls_requested(cluster) || super::has_mtls_finalizer(cluster)
+    super::tls_requested(cluster)
+}
+
+/// KubeRay's `getPodIPs` per node type: pods that are not terminating, not finished and have an IP.
+pub fn pod_ips<'a>(pods: impl IntoIterator<Item = &'a PodInfo>) -> PodIps {
+    let mut ips = PodIps::default();
+    for pod in pods {
+        let finished = matches!(pod.pod.phase, PodPhase::Succeeded | PodPhase::Failed);
+        if pod.pod.deletion_timestamp_set || finished || pod.pod_ip.is_empty() {
+            continue;
+        }
+        match pod.role {
+            PodRole::Head => ips.head.push(pod.pod_ip.clone()),
+            PodRole::Worker => ips.worker.push(pod.pod_ip.clone()),
+            PodRole::Other => {}
+        }
+    }
+    ips
 }
 
 impl MtlsFeed {
@@ -97,7 +117,7 @@ impl MtlsFeed {
         if !self.is_tracked(key) {
             return;
         }
-        let ips = pods.cluster(key).iter().map(|p| p.pod_ip.clone()).collect();
+        let ips = pod_ips(pods.cluster(key).iter().map(AsRef::as_ref));
         self.send(MtlsSignal::Pods { key: key.clone(), ips });
     }
 }
@@ -105,6 +125,36 @@ impl MtlsFeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ray_autoscale::ObservedPod;
+
+    fn pod(role: PodRole, ip: &str, phase: PodPhase, terminating: bool) -> PodInfo {
+        let mut observed = ObservedPod::running(format!("p-{ip}"));
+        observed.phase = phase;
+        observed.deletion_timestamp_set = terminating;
+        PodInfo {
+            pod: observed,
+            role,
+            group: String::new(),
+            pod_ip: ip.to_owned(),
+            ready: None,
+            container_problem: None,
+        }
+    }
+
+    #[test]
+    fn only_live_head_and_worker_pods_count() {
+        let pods = [
+            pod(PodRole::Head, "10.0.0.1", PodPhase::Running, false),
+            pod(PodRole::Worker, "10.0.0.2", PodPhase::Running, false),
+            pod(PodRole::Worker, "10.0.0.3", PodPhase::Running, true),
+            pod(PodRole::Worker, "10.0.0.4", PodPhase::Failed, false),
+            pod(PodRole::Worker, "", PodPhase::Pending, false),
+            pod(PodRole::Other, "10.0.0.5", PodPhase::Running, false),
+        ];
+        let ips = pod_ips(&pods);
+        assert_eq!(ips.head, ["10.0.0.1"]);
+        assert_eq!(ips.worker, ["10.0.0.2"]);
+    }
 
     fn cluster(tls: bool) -> RayCluster {
         let mut c: RayCluster = serde_json::from_value(serde_json::json!({
@@ -131,11 +181,11 @@ mod tests {
 
         feed.publish_cluster(&cluster(true), false, &pods);
         assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Apply(_)));
-        assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { ips, .. } if ips.is_empty()));
+        assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { ips, .. } if ips == PodIps::default()));
         feed.publish_pods(&ClusterKey::new("ns", "c"), &pods);
         assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { .. }));
 
-        // TLS switched off (no finalizer): forgotten once.
+        // TLS switched off: forgotten once.
         feed.publish_cluster(&cluster(false), false, &pods);
         assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Forget(_)));
         feed.publish_cluster(&cluster(false), true, &pods);

@@ -1,9 +1,9 @@
-//! The mTLS controller (KubeRay's `raycluster_mtls_controller.go`, auto-generated PKI only): for
-//! every RayCluster with `tlsOptions.enabled` (gate `RayClusterMTLS`, cert-manager discovered) it
-//! keeps a cert-manager PKI in the cluster's namespace, owned by the RayCluster:
-//! self-signed Issuer -> CA Certificate -> CA Issuer -> head and worker leaf Certificates whose IP
-//! SANs follow the cluster's pod IPs. A finalizer deletes the Secrets cert-manager wrote, which
-//! garbage collection would not reach.
+//! The mTLS controller (KubeRay v1.7.0's `raycluster_mtls_controller.go`): for every RayCluster with
+//! `tlsOptions.enabled` (gate `RayClusterMTLS`, cert-manager discovered) it keeps a cert-manager PKI in
+//! the cluster's namespace, owned by the RayCluster: self-signed Issuer -> CA Certificate -> CA Issuer ->
+//! head and worker leaf Certificates whose IP SANs follow the head and worker pod IPs. The Secrets
+//! cert-manager writes get an owner reference to their Certificate, so deleting the RayCluster
+//! garbage-collects the whole chain (no finalizer).
 //!
 //! Layout: [`names`] (names, labels, reasons, intervals), [`plan`] (pure: desired objects, update
 //! and readiness decisions), [`readiness`] (what the RayCluster controller checks before creating
@@ -23,14 +23,4 @@ use ray_api::RayCluster;
 /// `IsTLSEnabled` without the gate: `tlsOptions.enabled == true` (callers check the gate).
 pub fn tls_requested(cluster: &RayCluster) -> bool {
     cluster.spec.tls_options.as_ref().and_then(|t| t.enabled) == Some(true)
-}
-
-/// Whether the cluster holds the mTLS cleanup finalizer.
-pub fn has_mtls_finalizer(cluster: &RayCluster) -> bool {
-    cluster
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == names::MTLS_CLEANUP_FINALIZER)
 }

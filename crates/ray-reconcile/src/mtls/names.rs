@@ -24,9 +24,6 @@ pub const WORKER_CERT_PREFIX: &str = "ray-worker-cert";
 /// Middle part of the CA Secret name (`<cluster>-ca-secret-<uid>`).
 pub const CA_SECRET_PREFIX: &str = "ca-secret";
 
-/// Finalizer that holds a RayCluster until the generated Secrets are deleted.
-pub const MTLS_CLEANUP_FINALIZER: &str = "ray.io/mtls-cleanup";
-
 /// Label naming the PKI piece (`app.kubernetes.io/component`).
 pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
 /// Component of the self-signed Issuer.
@@ -60,8 +57,8 @@ pub const LEAF_USAGES: [&str; 4] = ["digital signature", "key encipherment", "se
 pub const LOOPBACK_IP: &str = "127.0.0.1";
 /// The DNS SAN every leaf certificate carries.
 pub const LOCALHOST: &str = "localhost";
-/// Cluster domain used in the DNS SANs (KubeRay writes it literally).
-pub const SAN_CLUSTER_DOMAIN: &str = "cluster.local";
+/// An expiry closer than this gets a warning event (Ray does not reload certificates).
+pub const EXPIRY_WARNING: Duration = Duration::from_secs(24 * 3600);
 
 /// Requeue after a failure or while certificates are being issued.
 pub const DEFAULT_REQUEUE: Duration = Duration::from_secs(30);
@@ -77,14 +74,12 @@ pub mod reason {
     pub const MTLS_PKI_READY: &str = "MTLSPKIReady";
     /// cert-manager has not issued the leaf certificates yet.
     pub const MTLS_CERTS_NOT_READY: &str = "MTLSCertsNotReady";
-    /// The generated Secrets were deleted with the cluster.
-    pub const MTLS_SECRETS_CLEANED_UP: &str = "MTLSSecretsCleanedUp";
     /// Creating or updating a PKI object failed.
     pub const MTLS_FAILED_TO_RECONCILE: &str = "MTLSFailedToReconcile";
     /// A leaf certificate's SANs were updated.
     pub const MTLS_CERTIFICATES_UPDATED: &str = "MTLSCertificatesUpdated";
-    /// Deleting the generated Secrets failed.
-    pub const MTLS_FAILED_TO_CLEANUP_SECRETS: &str = "MTLSFailedToCleanupSecrets";
+    /// A certificate expires within a day.
+    pub const MTLS_CERTIFICATE_EXPIRING_SOON: &str = "MTLSCertificateExpiringSoon";
 }
 
 /// `<prefix>-<cluster>`.
@@ -97,7 +92,7 @@ pub fn leaf_certificate_name(cluster: &str, head: bool) -> String {
     prefixed(if head { HEAD_CERT_PREFIX } else { WORKER_CERT_PREFIX }, cluster)
 }
 
-/// The CA Secret (`GetCASecretName`: `<cluster>-ca-secret-<uid>`, unique per cluster incarnation so a
+/// The CA Secret (`GetCASecretName`: `<cluster>-ca-secret-<uid>`; unique per cluster incarnation so a
 /// re-created cluster never trusts its predecessor's CA).
 pub fn ca_secret_name(cluster: &str, uid: &str) -> String {
     format!("{cluster}-{CA_SECRET_PREFIX}-{uid}")

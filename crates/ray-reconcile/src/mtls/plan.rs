@@ -1,4 +1,4 @@
-//! The pure part of the mTLS controller: what a pass does with a cluster ([`decide`]), the
+//! The pure part of the mTLS controller: whether a pass acts on a cluster ([`decide`]), the
 //! cert-manager objects a cluster needs ([`desired_objects`]), whether an existing object must be
 //! updated ([`needs_update`]) and whether a Certificate is issued ([`certificate_ready`]).
 
@@ -6,58 +6,46 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ray_api::RayCluster;
 use ray_api::constants::{
-    APPLICATION_NAME, COMPONENT_NAME, KUBERNETES_APPLICATION_NAME_LABEL, KUBERNETES_CREATED_BY_LABEL, RAY_CLUSTER_LABEL,
+    APPLICATION_NAME, COMPONENT_NAME, KUBERAY_CONTROLLER, KUBERNETES_APPLICATION_NAME_LABEL,
+    KUBERNETES_CREATED_BY_LABEL, RAY_CLUSTER_LABEL,
 };
 use ray_podgen::cluster::{cluster_name, cluster_namespace, head_service_name};
-use ray_podgen::names::{headless_service_name, tls_secret_name};
+use ray_podgen::names::{fqdn, tls_secret_name};
 use serde_json::{Value, json};
 
 use super::names::*;
 
 /// What one pass does with a RayCluster.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Nothing (TLS off, or being deleted without our finalizer).
+    /// Nothing: being deleted (garbage collection removes the PKI), managed by another controller, or
+    /// TLS off.
     Ignore,
-    /// Being deleted: delete these Secrets, then drop the finalizer.
-    Cleanup {
-        /// Secrets cert-manager wrote for the cluster.
-        secrets: Vec<String>,
-    },
-    /// Add the finalizer first (the next pass does the PKI).
-    AddFinalizer,
     /// Create or update the PKI and report readiness.
     Reconcile,
 }
 
-/// `Reconcile`'s branches, in KubeRay's order: deletion first (TLS may have been switched off before
-/// the delete), then the TLS switch, then the finalizer.
+/// `Reconcile`'s early returns, in KubeRay's order.
 pub fn decide(cluster: &RayCluster) -> Decision {
-    if cluster.metadata.deletion_timestamp.is_some() {
-        if !super::has_mtls_finalizer(cluster) {
-            return Decision::Ignore;
-        }
-        return Decision::Cleanup {
-            secrets: generated_secrets(cluster),
-        };
-    }
-    if !super::tls_requested(cluster) {
+    let external = cluster
+        .spec
+        .managed_by
+        .as_deref()
+        .is_some_and(|m| m != KUBERAY_CONTROLLER);
+    if cluster.metadata.deletion_timestamp.is_some() || external || !super::tls_requested(cluster) {
         return Decision::Ignore;
-    }
-    if !super::has_mtls_finalizer(cluster) {
-        return Decision::AddFinalizer;
     }
     Decision::Reconcile
 }
 
-/// The Secrets the auto-generated PKI writes: CA, head, worker.
-pub fn generated_secrets(cluster: &RayCluster) -> Vec<String> {
-    let name = cluster_name(cluster);
-    vec![
-        ca_secret_name(name, cluster.metadata.uid.as_deref().unwrap_or_default()),
-        tls_secret_name(name, true),
-        tls_secret_name(name, false),
-    ]
+/// The pod IPs the leaf certificates carry: live (not terminating, not finished) head and worker pods
+/// with an IP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodIps {
+    /// IPs of the head pods.
+    pub head: Vec<String>,
+    /// IPs of the worker pods.
+    pub worker: Vec<String>,
 }
 
 /// The two cert-manager kinds the controller manages.
@@ -79,13 +67,13 @@ impl CertManagerKind {
     }
 }
 
-/// How an existing object is compared with the desired one.
+/// What happens to an existing object that differs from the desired one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Comparison {
-    /// Labels and the whole spec must be equal (issuers, CA).
-    WholeSpec,
-    /// Labels equal, DNS names and IP addresses equal as sets (leaf certificates: the IP list
-    /// changes with the pods, its order does not matter).
+    /// Never updated once created (issuers and the CA: their spec is fixed by name and UID).
+    CreateOnly,
+    /// Updated when the labels differ or the DNS names / IP addresses differ as sets (leaf
+    /// certificates: the IP list follows the pods, its order does not matter).
     SanSets,
 }
 
@@ -151,37 +139,16 @@ pub fn normalize_ips<'a>(pod_ips: impl IntoIterator<Item = &'a str>) -> Vec<Stri
     set.into_iter().map(str::to_owned).collect()
 }
 
-/// A service's short, namespace and fully qualified DNS names.
-fn service_names(service: &str, namespace: &str) -> [String; 3] {
-    [
-        service.to_owned(),
-        format!("{service}.{namespace}.svc"),
-        format!("{service}.{namespace}.svc.{SAN_CLUSTER_DOMAIN}"),
-    ]
-}
-
-/// Head certificate DNS SANs: the head service names and `localhost`, sorted and unique.
-pub fn head_dns_names(cluster: &RayCluster) -> Vec<String> {
-    let mut names: BTreeSet<String> = service_names(&head_service_name(cluster), cluster_namespace(cluster)).into();
-    names.insert(LOCALHOST.to_owned());
+/// Head certificate DNS SANs: `localhost` and the head service FQDN, sorted and unique.
+pub fn head_dns_names(cluster: &RayCluster, cluster_domain: &str) -> Vec<String> {
+    let service = fqdn(&head_service_name(cluster), cluster_namespace(cluster), cluster_domain);
+    let names: BTreeSet<String> = [LOCALHOST.to_owned(), service].into();
     names.into_iter().collect()
 }
 
-/// Worker certificate DNS SANs: the headless service, `localhost`, every group's `<cluster>-<group>`
-/// names and the wildcards for per-pod names, sorted and unique.
-pub fn worker_dns_names(cluster: &RayCluster) -> Vec<String> {
-    let (name, namespace) = (cluster_name(cluster), cluster_namespace(cluster));
-    let headless = headless_service_name(name);
-    let mut names: BTreeSet<String> = service_names(&headless, namespace).into();
-    names.insert(LOCALHOST.to_owned());
-    for group in cluster.spec.worker_group_specs.iter().flatten() {
-        names.extend(service_names(&format!("{name}-{}", group.group_name), namespace));
-    }
-    names.insert(format!("*.{headless}.{namespace}.svc"));
-    names.insert(format!("*.{headless}.{namespace}.svc.{SAN_CLUSTER_DOMAIN}"));
-    names.insert(format!("*-worker-*.{namespace}.svc"));
-    names.insert(format!("*-worker-*.{namespace}.svc.{SAN_CLUSTER_DOMAIN}"));
-    names.into_iter().collect()
+/// Worker certificate DNS SANs: `localhost` only (GCS reaches workers by pod IP).
+pub fn worker_dns_names() -> Vec<String> {
+    vec![LOCALHOST.to_owned()]
 }
 
 fn leaf_spec(secret: String, dns_names: Vec<String>, ip_addresses: &[String], ca_issuer: String) -> Value {
@@ -197,14 +164,15 @@ fn leaf_spec(secret: String, dns_names: Vec<String>, ip_addresses: &[String], ca
 }
 
 /// The PKI of `cluster`, in creation order: self-signed Issuer, CA Certificate, CA Issuer, head and
-/// worker Certificates. `pod_ips` are the IPs of the cluster's pods (any order, empties ignored).
-pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item = &'a str>) -> Vec<DesiredObject> {
+/// worker Certificates. `cluster_domain` is the operator's `CLUSTER_DOMAIN` (empty: `cluster.local`).
+pub fn desired_objects(cluster: &RayCluster, ips: &PodIps, cluster_domain: &str) -> Vec<DesiredObject> {
     let name = cluster_name(cluster);
     let uid = cluster.metadata.uid.as_deref().unwrap_or_default();
     let self_signed = prefixed(SELF_SIGNED_ISSUER_PREFIX, name);
     let ca_issuer = prefixed(CA_ISSUER_PREFIX, name);
     let ca_secret = ca_secret_name(name, uid);
-    let ips = normalize_ips(pod_ips);
+    let head_ips = normalize_ips(ips.head.iter().map(String::as_str));
+    let worker_ips = normalize_ips(ips.worker.iter().map(String::as_str));
     vec![
         DesiredObject {
             kind: CertManagerKind::Issuer,
@@ -212,7 +180,7 @@ pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item
             step: "self-signed issuer",
             labels: resource_labels(name, COMPONENT_SELF_SIGNED_ISSUER),
             spec: json!({"selfSigned": {}}),
-            comparison: Comparison::WholeSpec,
+            comparison: Comparison::CreateOnly,
             leaf: None,
         },
         DesiredObject {
@@ -230,7 +198,7 @@ pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item
                 "usages": CA_USAGES,
                 "issuerRef": issuer_ref(self_signed),
             }),
-            comparison: Comparison::WholeSpec,
+            comparison: Comparison::CreateOnly,
             leaf: None,
         },
         DesiredObject {
@@ -239,7 +207,7 @@ pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item
             step: "CA issuer",
             labels: resource_labels(name, COMPONENT_CA_ISSUER),
             spec: json!({"ca": {"secretName": ca_secret}}),
-            comparison: Comparison::WholeSpec,
+            comparison: Comparison::CreateOnly,
             leaf: None,
         },
         DesiredObject {
@@ -249,8 +217,8 @@ pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item
             labels: resource_labels(name, COMPONENT_HEAD_CERTIFICATE),
             spec: leaf_spec(
                 tls_secret_name(name, true),
-                head_dns_names(cluster),
-                &ips,
+                head_dns_names(cluster, cluster_domain),
+                &head_ips,
                 ca_issuer.clone(),
             ),
             comparison: Comparison::SanSets,
@@ -261,7 +229,7 @@ pub fn desired_objects<'a>(cluster: &RayCluster, pod_ips: impl IntoIterator<Item
             name: leaf_certificate_name(name, false),
             step: "worker certificate",
             labels: resource_labels(name, COMPONENT_WORKER_CERTIFICATE),
-            spec: leaf_spec(tls_secret_name(name, false), worker_dns_names(cluster), &ips, ca_issuer),
+            spec: leaf_spec(tls_secret_name(name, false), worker_dns_names(), &worker_ips, ca_issuer),
             comparison: Comparison::SanSets,
             leaf: Some(Leaf::Worker),
         },
@@ -277,14 +245,14 @@ fn string_set(spec: &Value, field: &str) -> BTreeSet<String> {
 
 /// Whether an existing object (its labels and `spec`) must be updated to `desired`.
 pub fn needs_update(desired: &DesiredObject, labels: &BTreeMap<String, String>, spec: &Value) -> bool {
-    if labels != &desired.labels {
-        return true;
-    }
     match desired.comparison {
-        Comparison::WholeSpec => spec != &desired.spec,
-        Comparison::SanSets => ["dnsNames", "ipAddresses"]
-            .iter()
-            .any(|field| string_set(spec, field) != string_set(&desired.spec, field)),
+        Comparison::CreateOnly => false,
+        Comparison::SanSets => {
+            labels != &desired.labels
+                || ["dnsNames", "ipAddresses"]
+                    .iter()
+                    .any(|field| string_set(spec, field) != string_set(&desired.spec, field))
+        }
     }
 }
 
@@ -296,29 +264,18 @@ fn ready_condition(certificate: &Value) -> Option<&Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
 }
 
-/// `isCertificateReady`: the `Ready` condition is `True`.
+/// `isCertificateReady`: `Ready=True` observed at the Certificate's current generation, so a certificate
+/// whose SANs were just changed counts as not ready until cert-manager re-issued it.
 pub fn certificate_ready(certificate: &Value) -> bool {
-    ready_condition(certificate)
-        .and_then(|c| c.get("status"))
-        .and_then(Value::as_str)
-        == Some("True")
-}
-
-/// Ready for the spec as it is now: `Ready=True` and the condition's `observedGeneration` (when
-/// cert-manager reports one) equals `metadata.generation`, so a certificate whose SANs were just
-/// changed counts as not ready until it is re-issued.
-pub fn certificate_ready_at_generation(certificate: &Value) -> bool {
     let Some(condition) = ready_condition(certificate) else {
         return false;
     };
-    let ready = condition.get("status").and_then(Value::as_str) == Some("True");
-    let observed = condition.get("observedGeneration").and_then(Value::as_i64);
-    let generation = certificate.pointer("/metadata/generation").and_then(Value::as_i64);
-    ready
-        && match (observed, generation) {
-            (Some(observed), Some(generation)) => observed == generation,
-            _ => true,
-        }
+    let observed = condition.get("observedGeneration").and_then(Value::as_i64).unwrap_or(0);
+    let generation = certificate
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    condition.get("status").and_then(Value::as_str) == Some("True") && observed == generation
 }
 
 /// The `%v` rendering of a Go string slice (`[a b]`), as KubeRay's event notes show IP lists.
@@ -344,35 +301,33 @@ mod tests {
         .unwrap()
     }
 
+    fn ips(head: &[&str], worker: &[&str]) -> PodIps {
+        PodIps {
+            head: head.iter().map(|s| (*s).to_owned()).collect(),
+            worker: worker.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
     #[test]
-    fn decide_follows_kuberay_order() {
+    fn decide_skips_deleted_external_and_plain_clusters() {
         let mut c = cluster();
-        assert_eq!(decide(&c), Decision::AddFinalizer);
-        c.metadata.finalizers = Some(vec![MTLS_CLEANUP_FINALIZER.to_owned()]);
         assert_eq!(decide(&c), Decision::Reconcile);
-        c.spec.tls_options = None;
+        c.spec.managed_by = Some("example.com/other".to_owned());
         assert_eq!(decide(&c), Decision::Ignore);
+        c.spec.managed_by = Some(KUBERAY_CONTROLLER.to_owned());
+        assert_eq!(decide(&c), Decision::Reconcile);
         c.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
         ));
-        // TLS switched off before the delete: the finalizer still gets its cleanup.
-        assert_eq!(
-            decide(&c),
-            Decision::Cleanup {
-                secrets: vec![
-                    "tls-ca-secret-u-1".to_owned(),
-                    "ray-head-secret-tls".to_owned(),
-                    "ray-worker-secret-tls".to_owned()
-                ]
-            }
-        );
-        c.metadata.finalizers = None;
+        assert_eq!(decide(&c), Decision::Ignore);
+        let mut c = cluster();
+        c.spec.tls_options = None;
         assert_eq!(decide(&c), Decision::Ignore);
     }
 
     #[test]
     fn pki_objects_names_and_specs() {
-        let objects = desired_objects(&cluster(), ["10.0.0.9", "", "10.0.0.2", "10.0.0.9"]);
+        let objects = desired_objects(&cluster(), &ips(&["10.0.0.9"], &["10.0.0.9", "", "10.0.0.2"]), "");
         let names: Vec<&str> = objects.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(
             names,
@@ -396,15 +351,10 @@ mod tests {
         assert_eq!(objects[2].spec, json!({"ca": {"secretName": "tls-ca-secret-u-1"}}));
         let head = &objects[3].spec;
         assert_eq!(head["secretName"], "ray-head-secret-tls");
-        assert_eq!(head["ipAddresses"], json!(["10.0.0.2", "10.0.0.9", "127.0.0.1"]));
+        assert_eq!(head["ipAddresses"], json!(["10.0.0.9", "127.0.0.1"]));
         assert_eq!(
             head["dnsNames"],
-            json!([
-                "localhost",
-                "tls-head-svc",
-                "tls-head-svc.ns.svc",
-                "tls-head-svc.ns.svc.cluster.local"
-            ])
+            json!(["localhost", "tls-head-svc.ns.svc.cluster.local"])
         );
         assert_eq!(head["duration"], "2160h0m0s");
         assert_eq!(head["renewBefore"], "360h0m0s");
@@ -418,30 +368,20 @@ mod tests {
         );
         let worker = &objects[4].spec;
         assert_eq!(worker["secretName"], "ray-worker-secret-tls");
-        assert_eq!(
-            worker["dnsNames"],
-            json!([
-                "*-worker-*.ns.svc",
-                "*-worker-*.ns.svc.cluster.local",
-                "*.tls-headless.ns.svc",
-                "*.tls-headless.ns.svc.cluster.local",
-                "localhost",
-                "tls-headless",
-                "tls-headless.ns.svc",
-                "tls-headless.ns.svc.cluster.local",
-                "tls-small",
-                "tls-small.ns.svc",
-                "tls-small.ns.svc.cluster.local"
-            ])
-        );
+        assert_eq!(worker["dnsNames"], json!(["localhost"]));
+        assert_eq!(worker["ipAddresses"], json!(["10.0.0.2", "10.0.0.9", "127.0.0.1"]));
         assert_eq!(objects[4].labels[COMPONENT_LABEL], "worker-certificate");
         assert_eq!(objects[0].labels[RAY_CLUSTER_LABEL], "tls");
         assert_eq!(objects[0].labels[KUBERNETES_CREATED_BY_LABEL], "kuberay-operator");
+        assert_eq!(objects[0].labels[KUBERNETES_APPLICATION_NAME_LABEL], "kuberay");
+        // CLUSTER_DOMAIN reaches the head FQDN.
+        let custom = desired_objects(&cluster(), &PodIps::default(), "example.org");
+        assert_eq!(custom[3].spec["dnsNames"][1], "tls-head-svc.ns.svc.example.org");
     }
 
     #[test]
     fn leaf_update_compares_sans_as_sets() {
-        let objects = desired_objects(&cluster(), ["10.0.0.2"]);
+        let objects = desired_objects(&cluster(), &ips(&["10.0.0.2"], &[]), "");
         let head = &objects[3];
         let mut spec = head.spec.clone();
         spec["ipAddresses"] = json!(["127.0.0.1", "10.0.0.2"]);
@@ -452,12 +392,11 @@ mod tests {
         let mut labels = head.labels.clone();
         labels.remove(COMPONENT_LABEL);
         assert!(needs_update(head, &labels, &head.spec));
-        // Issuers compare the whole spec.
+        // Issuers and the CA are never updated.
         let issuer = &objects[0];
-        assert!(!needs_update(issuer, &issuer.labels, &json!({"selfSigned": {}})));
-        assert!(needs_update(
+        assert!(!needs_update(
             issuer,
-            &issuer.labels,
+            &BTreeMap::new(),
             &json!({"ca": {"secretName": "x"}})
         ));
     }
@@ -470,11 +409,16 @@ mod tests {
                 {"type": "Ready", "status": status, "observedGeneration": observed}
             ]}})
         };
-        assert!(certificate_ready(&cert("True", 1)));
-        assert!(!certificate_ready_at_generation(&cert("True", 1)));
-        assert!(certificate_ready_at_generation(&cert("True", 2)));
-        assert!(!certificate_ready_at_generation(&cert("False", 2)));
-        assert!(!certificate_ready(&json!({"status": {}})));
+        assert!(!certificate_ready(&cert("True", 1)));
+        assert!(certificate_ready(&cert("True", 2)));
+        assert!(!certificate_ready(&cert("False", 2)));
+        assert!(!certificate_ready(
+            &json!({"metadata": {"generation": 1}, "status": {}})
+        ));
+        // No observedGeneration reads as 0, never the current generation.
+        let unobserved = json!({"metadata": {"generation": 1},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        assert!(!certificate_ready(&unobserved));
     }
 
     #[test]

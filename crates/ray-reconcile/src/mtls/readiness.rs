@@ -10,7 +10,7 @@ use ray_api::RayCluster;
 use ray_podgen::names::tls_secret_name;
 
 use super::names::{CERT_MANAGER_GROUP, CERTIFICATE_KIND, TLS_SECRET_KEYS, leaf_certificate_name};
-use super::plan::certificate_ready_at_generation;
+use super::plan::certificate_ready;
 
 /// cert-manager's `Certificate` resource.
 pub fn certificate_resource() -> ApiResource {
@@ -42,7 +42,7 @@ pub async fn check(client: &Client, cluster: &RayCluster) -> Result<(), String> 
         match certificates.get_opt(&certificate).await {
             Ok(Some(object)) => {
                 let value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
-                if !certificate_ready_at_generation(&value) {
+                if !certificate_ready(&value) {
                     return Err(format!("mTLS certificate {namespace}/{certificate} is not ready"));
                 }
             }
