@@ -65,8 +65,10 @@ fn cert_manager_resource(kind: &str) -> ApiResource {
 struct Env {
     _sim: kube_sim::SimHandle,
     client: Client,
-    _operator: Operator,
+    operator: Operator,
     dir: PathBuf,
+    kubeconfig: PathBuf,
+    flags: Vec<String>,
 }
 
 impl Env {
@@ -88,9 +90,18 @@ impl Env {
         Env {
             _sim: sim,
             client,
-            _operator: operator,
+            operator,
             dir,
+            kubeconfig,
+            flags: flags.iter().map(|f| (*f).to_owned()).collect(),
         }
+    }
+
+    /// Stops the operator (SIGTERM) and starts a fresh one with the same flags.
+    fn restart_operator(&mut self) {
+        assert!(self.operator.terminate().success());
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        self.operator = Operator::start(&self.dir, &self.kubeconfig, NS, free_port(), free_port(), &flags);
     }
 
     fn clusters(&self) -> Api<RayCluster> {
@@ -195,7 +206,7 @@ fn assert_tls_pod(pod: &Pod) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtls_cluster_gets_its_pki_tls_pods_and_ip_sans() {
-    let env = Env::start("mtls", true, true, &[GATE_ON]).await;
+    let mut env = Env::start("mtls", true, true, &[GATE_ON]).await;
     let cluster = env.create_sample().await;
     let uid = cluster.uid().unwrap();
 
@@ -279,6 +290,25 @@ async fn mtls_cluster_gets_its_pki_tls_pods_and_ip_sans() {
         }
     }
     assert!(env.event("MTLSPKIReady").await.is_some() || env.event("MTLSCertsNotReady").await.is_some());
+
+    // A restarted operator keeps the IP SANs of the running pods (it plans only from a listed pod index).
+    let head_cert = env
+        .dynamic("Certificate")
+        .get("ray-head-cert-raycluster-mtls")
+        .await
+        .unwrap();
+    env.restart_operator();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = env
+        .dynamic("Certificate")
+        .get("ray-head-cert-raycluster-mtls")
+        .await
+        .unwrap();
+    assert_eq!(
+        after.metadata.generation, head_cert.metadata.generation,
+        "head certificate rewritten"
+    );
+    assert_eq!(ip_addresses(&after), ip_addresses(&head_cert));
 
     // Deleting the cluster takes the PKI and the Secrets with it (garbage collection).
     env.clusters().delete(CLUSTER, &DeleteParams::default()).await.unwrap();

@@ -76,7 +76,7 @@ fn child_triggers<T>(
     api: Api<T::Source>,
     selector: &str,
     index: ClusterIndex<T>,
-    on_touched: impl Fn(&[ClusterKey]) + Send + 'static,
+    on_touched: impl Fn(&[ClusterKey], bool) + Send + 'static,
 ) -> impl Stream<Item = ObjectRef<RayCluster>> + Send + 'static
 where
     T: Compact,
@@ -94,7 +94,7 @@ where
                         info!(watch = %kind, "{WATCH_LIST_LOG}");
                     }
                     let touched = index.apply(&event);
-                    on_touched(&touched);
+                    on_touched(&touched, matches!(event, watcher::Event::InitDone));
                     touched
                 }
                 Err(e) => {
@@ -124,16 +124,25 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         api(client.clone(), ns),
         POD_SELECTOR,
         ctx.pods.clone(),
-        move |touched| {
+        move |touched, relisted| {
             if let Some((feed, pods)) = &mtls_pods {
-                for key in touched {
-                    feed.publish_pods(key, pods);
+                if relisted {
+                    // A (re)list swaps the whole index in: every TLS cluster's IPs may have changed.
+                    feed.publish_all_pods(pods);
+                } else {
+                    for key in touched {
+                        feed.publish_pods(key, pods);
+                    }
                 }
             }
         },
     );
-    let service_triggers =
-        child_triggers::<ServiceInfo>(api(client.clone(), ns), RAY_CLUSTER_LABEL, ctx.services.clone(), |_| {});
+    let service_triggers = child_triggers::<ServiceInfo>(
+        api(client.clone(), ns),
+        RAY_CLUSTER_LABEL,
+        ctx.services.clone(),
+        |_, _| {},
+    );
 
     let (reader, writer) = reflector::store();
     let forget = Arc::clone(&ctx);

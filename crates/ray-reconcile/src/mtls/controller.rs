@@ -42,6 +42,9 @@ use crate::runtime_util::publish_event;
 /// The controller name events are reported under.
 pub const MTLS_CONTROLLER: &str = "raycluster-mtls-controller";
 
+/// Retry of a pass that ran before the cluster's pod IPs were handed over.
+const PODS_PENDING_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Why an mTLS pass failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MtlsError {
@@ -88,12 +91,9 @@ impl MtlsContext {
         publish_event(&self.recorder, &cluster.object_ref(&()), event).await;
     }
 
-    fn pod_ips(&self, key: &ClusterKey) -> PodIps {
-        self.pod_ips
-            .lock()
-            .ok()
-            .and_then(|m| m.get(key).cloned())
-            .unwrap_or_default()
+    /// The cluster's pod IPs; `None` until the RayCluster controller's pod index handed them over.
+    fn pod_ips(&self, key: &ClusterKey) -> Option<PodIps> {
+        self.pod_ips.lock().ok().and_then(|m| m.get(key).cloned())
     }
 
     /// Records new pod IPs; true when a certificate's IP set changes with them.
@@ -218,7 +218,12 @@ async fn reconcile(cluster: Arc<RayCluster>, ctx: Arc<MtlsContext>) -> Result<Ac
 /// The PKI steps in order, then the readiness report.
 async fn ensure_pki(cluster: &RayCluster, ctx: &MtlsContext) -> Result<Action, MtlsError> {
     let namespace = cluster.namespace().unwrap_or_default();
-    let ips = ctx.pod_ips(&cluster_key(cluster));
+    let Some(ips) = ctx.pod_ips(&cluster_key(cluster)) else {
+        // Planning without the pod list would strip the IP SANs of running pods (after an operator
+        // restart): wait for the hand-over, which also triggers the next pass.
+        debug!("pod IPs not handed over yet");
+        return Ok(Action::requeue(PODS_PENDING_RETRY));
+    };
     let mut certificates = Vec::new();
     for desired in plan::desired_objects(cluster, &ips, &ctx.cluster_domain) {
         match ensure_object(cluster, ctx, &namespace, &desired).await {

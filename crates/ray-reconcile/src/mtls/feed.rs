@@ -112,13 +112,26 @@ impl MtlsFeed {
         }
     }
 
-    /// Pods of `key` changed: hand over its pod IPs when the cluster is tracked.
+    /// Pods of `key` changed: hand over its pod IPs when the cluster is tracked and the pod index holds
+    /// its initial list (before that, "no pods" would only mean "not listed yet").
     pub fn publish_pods(&self, key: &ClusterKey, pods: &ClusterIndex<PodInfo>) {
-        if !self.is_tracked(key) {
+        if !pods.is_ready() || !self.is_tracked(key) {
             return;
         }
         let ips = pod_ips(pods.cluster(key).iter().map(AsRef::as_ref));
         self.send(MtlsSignal::Pods { key: key.clone(), ips });
+    }
+
+    /// The pod index was (re)listed: hand over the pod IPs of every tracked cluster.
+    pub fn publish_all_pods(&self, pods: &ClusterIndex<PodInfo>) {
+        let tracked: Vec<ClusterKey> = self
+            .tracked
+            .read()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        for key in &tracked {
+            self.publish_pods(key, pods);
+        }
     }
 }
 
@@ -175,6 +188,14 @@ mod tests {
         let mut rx = feed.take_receiver().unwrap();
         assert!(feed.take_receiver().is_none());
         let pods = ClusterIndex::<PodInfo>::default();
+        // Before the pod index is listed nothing about pods is handed over.
+        feed.publish_cluster(&cluster(true), false, &pods);
+        assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Apply(_)));
+        assert!(rx.try_recv().is_err());
+        feed.publish_cluster(&cluster(false), false, &pods);
+        assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Forget(_)));
+        pods.apply(&kube::runtime::watcher::Event::Init);
+        pods.apply(&kube::runtime::watcher::Event::InitDone);
         feed.publish_cluster(&cluster(false), false, &pods);
         feed.publish_pods(&ClusterKey::new("ns", "c"), &pods);
         assert!(rx.try_recv().is_err());
@@ -184,6 +205,11 @@ mod tests {
         assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { ips, .. } if ips == PodIps::default()));
         feed.publish_pods(&ClusterKey::new("ns", "c"), &pods);
         assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { .. }));
+
+        // A relist hands over every tracked cluster.
+        feed.publish_all_pods(&pods);
+        assert!(matches!(rx.try_recv().unwrap(), MtlsSignal::Pods { .. }));
+        assert!(rx.try_recv().is_err());
 
         // TLS switched off: forgotten once.
         feed.publish_cluster(&cluster(false), false, &pods);
