@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -48,9 +48,6 @@ const PODS_PENDING_RETRY: std::time::Duration = std::time::Duration::from_millis
 /// Why an mTLS pass failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MtlsError {
-    /// An API call failed.
-    #[error("{0}")]
-    Kube(#[from] kube::Error),
     /// A PKI step failed.
     #[error("failed to reconcile mTLS {step}: {source}")]
     Step {
@@ -119,10 +116,6 @@ impl MtlsContext {
             failures.remove(key);
         }
     }
-}
-
-fn resource(kind: CertManagerKind) -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(CERT_MANAGER_GROUP, "v1", kind.as_str()))
 }
 
 /// Run the mTLS controller until `shutdown` resolves. It takes the feed's receiver; without it (a
@@ -318,7 +311,7 @@ async fn ensure_object(
     namespace: &str,
     desired: &DesiredObject,
 ) -> Result<DynamicObject, kube::Error> {
-    let ar = resource(desired.kind);
+    let ar = super::cert_manager_resource(desired.kind.as_str());
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &ar);
     let owner = cluster_owner_reference(cluster);
     let Some(mut existing) = api.get_opt(&desired.name).await? else {

@@ -18,9 +18,15 @@ pub mod readiness;
 
 pub use feed::MtlsFeed;
 
+use kube::api::{ApiResource, GroupVersionKind};
 use ray_api::RayCluster;
 
 /// `IsTLSEnabled` without the gate: `tlsOptions.enabled == true` (callers check the gate).
 pub fn tls_requested(cluster: &RayCluster) -> bool {
     cluster.spec.tls_options.as_ref().and_then(|t| t.enabled) == Some(true)
+}
+
+/// The `cert-manager.io/v1` resource of `kind` (`Issuer`, `Certificate`).
+pub fn cert_manager_resource(kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(names::CERT_MANAGER_GROUP, "v1", kind))
 }

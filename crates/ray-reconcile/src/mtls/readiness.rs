@@ -4,18 +4,13 @@
 //! GETs; nothing is watched for them.
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use ray_podgen::names::tls_secret_name;
 
-use super::names::{CERT_MANAGER_GROUP, CERTIFICATE_KIND, TLS_SECRET_KEYS, leaf_certificate_name};
+use super::names::{CERTIFICATE_KIND, TLS_SECRET_KEYS, leaf_certificate_name};
 use super::plan::certificate_ready;
-
-/// cert-manager's `Certificate` resource.
-pub fn certificate_resource() -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(CERT_MANAGER_GROUP, "v1", CERTIFICATE_KIND))
-}
 
 /// The error text when a Secret lacks a key.
 pub fn missing_key_message(namespace: &str, secret: &str, key: &str) -> String {
@@ -24,10 +19,9 @@ pub fn missing_key_message(namespace: &str, secret: &str, key: &str) -> String {
 
 /// Whether `secret` holds every key pods need; the first missing key otherwise.
 pub fn missing_secret_key(secret: &Secret) -> Option<&'static str> {
-    TLS_SECRET_KEYS.into_iter().find(|key| {
-        !secret.data.as_ref().is_some_and(|d| d.contains_key(*key))
-            && !secret.string_data.as_ref().is_some_and(|d| d.contains_key(*key))
-    })
+    TLS_SECRET_KEYS
+        .into_iter()
+        .find(|key| !secret.data.as_ref().is_some_and(|d| d.contains_key(*key)))
 }
 
 /// `Ok(())` when pods of `cluster` may be created; otherwise the reason, which ends the pass as an
@@ -35,7 +29,11 @@ pub fn missing_secret_key(secret: &Secret) -> Option<&'static str> {
 pub async fn check(client: &Client, cluster: &RayCluster) -> Result<(), String> {
     let namespace = cluster.namespace().unwrap_or_default();
     let name = cluster.name_any();
-    let certificates: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &certificate_resource());
+    let certificates: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &namespace,
+        &super::cert_manager_resource(CERTIFICATE_KIND),
+    );
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     for head in [true, false] {
         let certificate = leaf_certificate_name(&name, head);
