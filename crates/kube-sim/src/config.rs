@@ -49,6 +49,8 @@ pub struct AgentConfig {
     pub job_controller: bool,
     /// Emulate Volcano gang scheduling and PodGroup status.
     pub volcano: bool,
+    /// Run the hollow cert-manager (issues `cert-manager.io/v1` Certificates once their CRDs are installed).
+    pub cert_manager: bool,
 }
 
 impl Default for AgentConfig {
@@ -71,6 +73,7 @@ impl Default for AgentConfig {
             kubelet: true,
             job_controller: true,
             volcano: true,
+            cert_manager: true,
         }
     }
 }

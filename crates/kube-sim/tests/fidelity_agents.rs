@@ -602,3 +602,74 @@ async fn pod_hook_decides_when_a_job_pod_finishes() {
     gate.0.store(true, Ordering::SeqCst);
     wait_for(&jobs, "gated", "Complete", |v| cond(v, "Complete")["status"] == "True").await;
 }
+
+fn certificate_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "certificates.cert-manager.io"},
+        "spec": {
+            "group": "cert-manager.io", "scope": "Namespaced",
+            "names": {"plural": "certificates", "singular": "certificate", "kind": "Certificate", "listKind": "CertificateList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "subresources": {"status": {}},
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    })
+}
+
+/// The hollow cert-manager issues a Certificate (Secret + Ready at its generation) and re-issues it when its
+/// spec changes.
+#[tokio::test]
+async fn hollow_cert_manager_issues_and_reissues_certificates() {
+    let sim = start(agents()).await;
+    sim.store().create(&Gvr::crds(), None, certificate_crd()).unwrap();
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate"),
+        "certificates",
+    );
+    let certs: Api<DynamicObject> = Api::namespaced_with(sim.client(), "default", &ar);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(sim.client());
+    let mut cert = DynamicObject::new("web", &ar).data(json!({"spec": {
+        "secretName": "web-tls", "duration": "2h0m0s", "ipAddresses": ["10.0.0.1"],
+        "issuerRef": {"name": "ca", "kind": "Issuer", "group": "cert-manager.io"}
+    }}));
+    cert.metadata.namespace = Some("default".into());
+    certs.create(&PostParams::default(), &cert).await.unwrap();
+
+    let issued = |generation: i64| {
+        move |v: &Value| {
+            v["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True" && c["observedGeneration"] == generation)
+            })
+        }
+    };
+    let v = wait_for(&certs, "web", "issued at generation 1", issued(1)).await;
+    assert_eq!(v["status"]["revision"], 1);
+    let not_after: jiff::Timestamp = v["status"]["notAfter"].as_str().unwrap().parse().unwrap();
+    let hours = not_after.duration_since(jiff::Timestamp::now()).as_secs() / 3600;
+    assert!((1..=2).contains(&hours), "notAfter about 2 h ahead, got {hours} h");
+    let secret = wait_for(&secrets, "web-tls", "secret", |_| true).await;
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+    for key in ["tls.crt", "tls.key", "ca.crt"] {
+        assert!(secret["data"][key].is_string(), "missing {key}");
+    }
+    assert_eq!(secret["metadata"]["annotations"]["cert-manager.io/ip-sans"], "10.0.0.1");
+
+    // A spec change is a new generation, re-issued.
+    let patch = json!({"spec": {"ipAddresses": ["10.0.0.1", "10.0.0.2"]}});
+    certs
+        .patch(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    let v = wait_for(&certs, "web", "re-issued at generation 2", issued(2)).await;
+    assert_eq!(v["status"]["revision"], 2);
+    wait_for(&secrets, "web-tls", "secret with both IPs", |s| {
+        s["metadata"]["annotations"]["cert-manager.io/ip-sans"] == "10.0.0.1,10.0.0.2"
+    })
+    .await;
+}

@@ -286,6 +286,10 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     // One RayCluster watch for all three controllers: the RayCluster controller's, whose changes reach the
     // RayJob and RayService controllers through this feed.
     let cluster_feed = ray_reconcile::cluster_feed::ClusterFeed::new();
+    // The mTLS controller runs only with the gate on and cert-manager discovered (reconcile spec §7); it
+    // gets TLS clusters and their pod IPs from the RayCluster controller's watches.
+    let mtls_feed =
+        (reconcile.gates.ray_cluster_mtls && reconcile.cert_manager_available).then(ray_reconcile::mtls::MtlsFeed::new);
     let config = ControllerConfig {
         reconcile,
         podgen,
@@ -297,6 +301,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         concurrency,
         metrics,
         cluster_feed: cluster_feed.clone(),
+        mtls_feed,
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let job_config = RayJobControllerConfig {
@@ -427,11 +432,21 @@ async fn run_controllers(
     let waiter = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
+    let mtls = config.mtls_feed.clone().map(|feed| {
+        let (client, stop) = (client.clone(), waiter(rx.clone()));
+        let cluster_domain = config.podgen.config.cluster_domain.clone();
+        tokio::spawn(ray_reconcile::mtls::controller::run(client, feed, cluster_domain, stop))
+    });
     tokio::join!(
         controller::run(client.clone(), config, waiter(rx.clone())),
         rayjob_controller::run(client.clone(), job_config, waiter(rx.clone())),
         rayservice_controller::run(client, service_config, waiter(rx)),
     );
+    if let Some(mtls) = mtls
+        && let Err(e) = mtls.await
+    {
+        warn!(error = %e, "mTLS controller task failed");
+    }
     relay.abort();
 }
 

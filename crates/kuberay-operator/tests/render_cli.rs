@@ -169,6 +169,33 @@ fn autoscaler_sample_gets_rbac_and_the_sidecar() {
 }
 
 #[test]
+fn mtls_sample_renders_tls_pods_with_the_gate() {
+    let file = samples_dir().join("ray-cluster.mtls.yaml");
+    let items = items(&render(
+        &["-f", file.to_str().unwrap(), "--feature-gates=RayClusterMTLS=true"],
+        None,
+    ));
+    let pods: Vec<&Value> = items.iter().filter(|i| i["kind"] == "Pod").collect();
+    assert_eq!(pods.len(), 2);
+    for (pod, secret) in pods
+        .iter()
+        .zip(["ray-head-secret-raycluster-mtls", "ray-worker-secret-raycluster-mtls"])
+    {
+        let spec = &pod["spec"];
+        assert_eq!(spec["initContainers"][0]["name"], "wait-for-tls-ip-san");
+        let volume = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "ray-tls")
+            .unwrap();
+        assert_eq!(volume["secret"]["secretName"], secret);
+        let env = spec["containers"][0]["env"].as_array().unwrap();
+        assert!(env.iter().any(|e| e["name"] == "RAY_USE_TLS" && e["value"] == "1"));
+    }
+}
+
+#[test]
 fn volcano_sample_gets_its_pod_group_and_pod_annotations() {
     let file = samples_dir().join("ray-cluster.volcano-scheduler-queue.yaml");
     let out = render(&["--batch-scheduler", "volcano", "-f", file.to_str().unwrap()], None);

@@ -35,7 +35,7 @@ pub const CLUSTER_LABEL_FIELD_PATH: &str = "metadata.labels['ray.io/cluster']";
 /// Field path of the pod's group label.
 pub const GROUP_LABEL_FIELD_PATH: &str = "metadata.labels['ray.io/group']";
 
-/// `BuildAutoscalerContainer` + token auth + `mergeAutoscalerOverrides`.
+/// `BuildAutoscalerContainer` + token auth + TLS + `mergeAutoscalerOverrides`.
 pub fn build_autoscaler_container(
     image: Option<String>,
     cluster_name: &str,
@@ -60,6 +60,9 @@ pub fn build_autoscaler_container(
     };
     if crate::cluster::auth_enabled(spec) {
         crate::auth::set_token_auth_env(cluster_name, &mut container, spec);
+    }
+    if crate::cluster::tls_enabled(spec, config) {
+        crate::tls::set_container_tls_config(&mut container);
     }
     if let Some(options) = spec.autoscaler_options.as_ref() {
         if let Some(resources) = &options.resources {

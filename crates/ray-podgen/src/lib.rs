@@ -27,6 +27,7 @@ pub mod rayservice;
 pub mod route;
 pub mod service;
 pub mod start_params;
+pub mod tls;
 
 pub use config::{FeatureGates, PodGenConfig};
 pub use error::PodGenError;
@@ -38,3 +39,5 @@ mod test_fixtures;
 mod tests_pod;
 #[cfg(test)]
 mod tests_service;
+#[cfg(test)]
+mod tests_tls;

@@ -241,11 +241,6 @@ impl<'a> PodGenerator<'a> {
 
     fn check_supported(&self) -> Result<(), PodGenError> {
         let spec = &self.cluster.spec;
-        if tls_enabled(spec, self.config) {
-            return Err(PodGenError::Unsupported(
-                "mTLS (spec.tlsOptions with gate RayClusterMTLS)",
-            ));
-        }
         if self.config.feature_gates.ray_cluster_history_server
             && spec
                 .history_server_options
@@ -322,6 +317,9 @@ impl<'a> PodGenerator<'a> {
         ensure_metrics_port(&mut spec.containers[0]);
         if facts.auth {
             crate::auth::configure_token_auth(&facts.name, &mut spec, &cluster.spec);
+        }
+        if tls_enabled(&cluster.spec, config) {
+            crate::tls::configure_tls(&facts.name, true, &mut spec);
         }
 
         spec.containers.extend(config.head_sidecar_containers.iter().cloned());
@@ -422,6 +420,9 @@ impl<'a> PodGenerator<'a> {
         }
         if facts.auth {
             crate::auth::configure_token_auth(&facts.name, &mut spec, &cluster.spec);
+        }
+        if tls_enabled(&cluster.spec, config) {
+            crate::tls::configure_tls(&facts.name, false, &mut spec);
         }
 
         spec.containers.extend(config.worker_sidecar_containers.iter().cloned());

@@ -64,6 +64,7 @@ fn observed(workers: usize) -> ObservedState {
         pods,
         head_services: Vec::new(),
         unsatisfied_groups: HashSet::new(),
+        tls_block: None,
     }
 }
 

@@ -12,6 +12,7 @@ use crate::error::ReconcileError;
 use crate::executor::{self, Context};
 use crate::index::{ClusterIndex, ClusterKey, Compact};
 use crate::metrics::ControllerMetrics;
+use crate::mtls::MtlsFeed;
 use crate::observed::{PodInfo, ServiceInfo};
 use crate::podgen::PodGenSettings;
 use crate::runtime_util::{StopSignal, run_per_scope, scoped_api as api};
@@ -55,6 +56,9 @@ pub struct ControllerConfig {
     pub metrics: Arc<ControllerMetrics>,
     /// Where this controller's RayCluster watch announces changes for the RayJob and RayService controllers.
     pub cluster_feed: ClusterFeed,
+    /// Where the RayCluster and Pod watches hand TLS clusters and their pod IPs to the mTLS controller
+    /// (`None`: the mTLS controller does not run).
+    pub mtls_feed: Option<MtlsFeed>,
 }
 
 /// Run the RayCluster controller until `shutdown` resolves and every running reconcile finished.
@@ -72,6 +76,7 @@ fn child_triggers<T>(
     api: Api<T::Source>,
     selector: &str,
     index: ClusterIndex<T>,
+    on_touched: impl Fn(&[ClusterKey], bool) + Send + 'static,
 ) -> impl Stream<Item = ObjectRef<RayCluster>> + Send + 'static
 where
     T: Compact,
@@ -88,7 +93,9 @@ where
                     if matches!(event, watcher::Event::Init) {
                         info!(watch = %kind, "{WATCH_LIST_LOG}");
                     }
-                    index.apply(&event)
+                    let touched = index.apply(&event);
+                    on_touched(&touched, matches!(event, watcher::Event::InitDone));
+                    touched
                 }
                 Err(e) => {
                     warn!(error = %e, "child watch failed; retrying");
@@ -112,13 +119,35 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         config.podgen.clone(),
         Arc::clone(&config.metrics),
     ));
-    let pod_triggers = child_triggers::<PodInfo>(api(client.clone(), ns), POD_SELECTOR, ctx.pods.clone());
-    let service_triggers =
-        child_triggers::<ServiceInfo>(api(client.clone(), ns), RAY_CLUSTER_LABEL, ctx.services.clone());
+    let mtls_pods = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
+    let pod_triggers = child_triggers::<PodInfo>(
+        api(client.clone(), ns),
+        POD_SELECTOR,
+        ctx.pods.clone(),
+        move |touched, relisted| {
+            if let Some((feed, pods)) = &mtls_pods {
+                if relisted {
+                    // A (re)list swaps the whole index in: every TLS cluster's IPs may have changed.
+                    feed.publish_all_pods(pods);
+                } else {
+                    for key in touched {
+                        feed.publish_pods(key, pods);
+                    }
+                }
+            }
+        },
+    );
+    let service_triggers = child_triggers::<ServiceInfo>(
+        api(client.clone(), ns),
+        RAY_CLUSTER_LABEL,
+        ctx.services.clone(),
+        |_, _| {},
+    );
 
     let (reader, writer) = reflector::store();
     let forget = Arc::clone(&ctx);
     let feed = config.cluster_feed.clone();
+    let mtls = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
     // For(RayCluster) with OR(GenerationChanged, LabelChanged, AnnotationChanged), plus the deletion
     // mark: status writes do not trigger.
     let clusters = watcher(api::<RayCluster>(client, ns), custom_resource_watch_config())
@@ -129,8 +158,16 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
             watcher::Event::Delete(cluster) => {
                 forget.forget_cluster(cluster);
                 feed.publish(cluster);
+                if let Some((mtls, pods)) = &mtls {
+                    mtls.publish_cluster(cluster, true, pods);
+                }
             }
-            watcher::Event::Apply(cluster) | watcher::Event::InitApply(cluster) => feed.publish(cluster),
+            watcher::Event::Apply(cluster) | watcher::Event::InitApply(cluster) => {
+                feed.publish(cluster);
+                if let Some((mtls, pods)) = &mtls {
+                    mtls.publish_cluster(cluster, false, pods);
+                }
+            }
             watcher::Event::Init => info!(watch = "rayclusters", "{WATCH_LIST_LOG}"),
             watcher::Event::InitDone => {}
         })

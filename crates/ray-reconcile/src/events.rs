@@ -57,6 +57,8 @@ pub mod action {
     pub const UPDATE: &str = "Update";
     /// Finalizer cleanup.
     pub const CLEANUP: &str = "Cleanup";
+    /// A reconcile pass as a whole (mTLS controller).
+    pub const RECONCILE: &str = "Reconcile";
 }
 
 /// Event reasons.

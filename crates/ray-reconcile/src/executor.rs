@@ -163,6 +163,7 @@ impl Context {
                 .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
                 .collect(),
             unsatisfied_groups: unsatisfied,
+            tls_block: None,
         }
     }
 }
@@ -255,7 +256,10 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     let mut pass_error = reconcile_children(cluster, ctx).await.err();
     let mut deferred_creates = false;
     if pass_error.is_none() {
-        let observed = ctx.observe(cluster, Instant::now());
+        let mut observed = ctx.observe(cluster, Instant::now());
+        if ctx.config.gates.ray_cluster_mtls && crate::mtls::tls_requested(cluster) {
+            observed.tls_block = crate::mtls::readiness::check(&ctx.client, cluster).await.err();
+        }
         let mut suffix = random_suffix_source();
         let pod_plan = plan::plan_pods(cluster, &observed, &ctx.config, &ctx.podgen, &mut suffix);
         deferred_creates = pod_plan.deferred_creates;

@@ -19,6 +19,7 @@ pub mod expectations;
 pub mod gcs_ft;
 pub mod index;
 pub mod metrics;
+pub mod mtls;
 pub mod observed;
 pub mod plan;
 pub mod podgen;

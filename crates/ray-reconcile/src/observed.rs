@@ -202,6 +202,9 @@ pub struct ObservedState {
     pub head_services: Vec<Arc<ServiceInfo>>,
     /// Groups whose scale expectations are not yet satisfied (`""` is the head).
     pub unsatisfied_groups: HashSet<String>,
+    /// mTLS clusters only: why no pod may be created yet (certificates not issued, Secrets
+    /// incomplete); `None` when pods may be created or TLS is off.
+    pub tls_block: Option<String>,
 }
 
 impl ObservedState {

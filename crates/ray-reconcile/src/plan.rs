@@ -39,6 +39,9 @@ fn ns_name(cluster: &RayCluster) -> (&str, &str) {
     )
 }
 
+/// Step 6: mTLS requested while cert-manager's API was not discovered at start-up.
+pub const TLS_REQUIRES_CERT_MANAGER: &str = "tlsOptions requires cert-manager, but cert-manager is not installed";
+
 /// Steps 1-8 of `rayClusterReconcile`.
 pub fn preflight(cluster: &RayCluster, config: &ReconcileConfig) -> Preflight {
     if cluster
@@ -70,6 +73,13 @@ pub fn preflight(cluster: &RayCluster, config: &ReconcileConfig) -> Preflight {
             reason::INVALID_RAY_CLUSTER_SPEC,
             action::VALIDATE,
             format!("RayCluster spec warning {ns}/{name}: {note}"),
+        ));
+    }
+    if config.gates.ray_cluster_mtls && crate::mtls::tls_requested(cluster) && !config.cert_manager_available {
+        return Preflight::Invalid(EventSpec::warning(
+            reason::INVALID_RAY_CLUSTER_SPEC,
+            action::VALIDATE,
+            format!("The RayCluster spec is invalid {ns}/{name}: {TLS_REQUIRES_CERT_MANAGER}"),
         ));
     }
     if let Err(e) = validate::validate_upgrade_options(cluster) {
@@ -258,6 +268,10 @@ pub fn plan_pods(
                 plan.error_after = Some(PassError::plain(note));
                 return plan;
             }
+            HeadPlan::Create if observed.tls_block.is_some() => {
+                plan.error_after = observed.tls_block.clone().map(PassError::plain);
+                return plan;
+            }
             HeadPlan::Create => match generator.head_pod() {
                 Ok(pod) => plan.actions.push(PodAction::CreatePod {
                     pod: Box::new(pod),
@@ -355,6 +369,12 @@ pub fn plan_pods(
                         kind: DeleteKind::Surplus,
                     });
                 }
+                if !scale.create.is_empty()
+                    && let Some(block) = &observed.tls_block
+                {
+                    plan.error_after = Some(PassError::plain(block.clone()));
+                    return plan;
+                }
                 let budget = MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates);
                 if scale.create.len() > budget {
                     plan.deferred_creates = true;
@@ -401,6 +421,12 @@ pub fn plan_pods(
                         return plan;
                     }
                     MultiHostOutcome::Scaled { create, .. } => {
+                        if !create.is_empty()
+                            && let Some(block) = &observed.tls_block
+                        {
+                            plan.error_after = Some(PassError::plain(block.clone()));
+                            return plan;
+                        }
                         for replica in create {
                             let replica_name = format!("{g}-{}", random_suffix());
                             for host in 0..replica.hosts {
@@ -505,6 +531,91 @@ spec:
         let err = p.error_after.unwrap();
         assert_eq!(err.marker, Some(ErrorMarker::FailedCreateHeadPod));
         assert!(err.message.starts_with("FailedCreateHeadPod: "), "{}", err.message);
+    }
+
+    fn tls_sample() -> RayCluster {
+        let mut cluster = sample();
+        cluster.spec.tls_options = Some(ray_api::TlsOptions { enabled: Some(true) });
+        cluster
+    }
+
+    fn mtls_config(cert_manager_available: bool) -> ReconcileConfig {
+        let mut config = ReconcileConfig {
+            cert_manager_available,
+            ..ReconcileConfig::default()
+        };
+        config.gates.ray_cluster_mtls = true;
+        config
+    }
+
+    #[test]
+    fn r46_tls_without_cert_manager_is_an_invalid_spec() {
+        let cluster = tls_sample();
+        match preflight(&cluster, &mtls_config(false)) {
+            Preflight::Invalid(event) => {
+                assert_eq!(event.reason, reason::INVALID_RAY_CLUSTER_SPEC);
+                assert_eq!(
+                    event.note,
+                    "The RayCluster spec is invalid ns/demo: tlsOptions requires cert-manager, but cert-manager is not installed"
+                );
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+        assert_eq!(preflight(&cluster, &mtls_config(true)), Preflight::Proceed(Vec::new()));
+        // TLS not requested: cert-manager does not matter.
+        assert_eq!(
+            preflight(&sample(), &mtls_config(false)),
+            Preflight::Proceed(Vec::new())
+        );
+    }
+
+    #[test]
+    fn tls_block_stops_head_and_worker_creation() {
+        let cluster = tls_sample();
+        let settings = PodGenSettings {
+            config: ray_podgen::PodGenConfig {
+                feature_gates: mtls_config(true).gates,
+                ..ray_podgen::PodGenConfig::default()
+            },
+            ..PodGenSettings::default()
+        };
+        let run = |observed: &ObservedState| {
+            let mut suffix = || "abcde".to_owned();
+            plan_pods(&cluster, observed, &mtls_config(true), &settings, &mut suffix)
+        };
+        let blocked = ObservedState {
+            tls_block: Some("mTLS certificate ns/ray-head-cert-demo is not ready".to_owned()),
+            ..ObservedState::default()
+        };
+        let p = run(&blocked);
+        assert!(p.actions.is_empty());
+        assert_eq!(
+            p.error_after.unwrap().message,
+            "mTLS certificate ns/ray-head-cert-demo is not ready"
+        );
+        // With a head already there, the workers wait too.
+        let mut head_only = blocked.clone();
+        head_only.pods.push(std::sync::Arc::new(crate::observed::PodInfo {
+            pod: ObservedPod::running("demo-head-x"),
+            role: crate::observed::PodRole::Head,
+            group: "headgroup".to_owned(),
+            pod_ip: "10.0.0.1".to_owned(),
+            ready: None,
+            container_problem: None,
+        }));
+        let p = run(&head_only);
+        assert!(p.actions.is_empty(), "{:?}", p.actions);
+        assert!(p.error_after.is_some());
+        // Ready: head and two workers, all with the ray-tls volume.
+        let p = run(&ObservedState::default());
+        assert_eq!(p.actions.len(), 3);
+        for a in &p.actions {
+            let PodAction::CreatePod { pod, .. } = a else {
+                panic!("{a:?}")
+            };
+            let volumes = pod.spec.as_ref().unwrap().volumes.as_ref().unwrap();
+            assert!(volumes.iter().any(|v| v.name == "ray-tls"));
+        }
     }
 
     #[test]

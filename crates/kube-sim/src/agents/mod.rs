@@ -1,4 +1,5 @@
-//! Hollow agents (spec §4): nodes, scheduler (with Volcano gang emulation), kubelet and Job controller.
+//! Hollow agents (spec §4): nodes, scheduler (with Volcano gang emulation), kubelet, Job controller and a
+//! hollow cert-manager.
 //!
 //! They run in-process as tasks and act only through [`crate::store::Store`] (never HTTP), so every change they
 //! make gets a resourceVersion and a watch event and passes the same validation as client writes. Their
@@ -26,6 +27,7 @@
 //!
 //! Non-zero exits give `phase: Failed` with `restartPolicy: Never`, else a CrashLoopBackOff cycle.
 
+pub mod cert_manager;
 mod hooks;
 mod job;
 mod kubelet;
@@ -89,6 +91,10 @@ pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle
     if config.job_controller {
         let j = job::JobController::new(store);
         tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, j)));
+    }
+    if config.cert_manager {
+        let c = cert_manager::CertManager::new(store);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, c)));
     }
     tasks
 }
