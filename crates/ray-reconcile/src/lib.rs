@@ -6,6 +6,7 @@
 //! [`index`] and [`observed`] are the caches; [`expectations`] prevents double creates/deletes;
 //! [`controller`] wires watches, triggers and the kube-runtime `Controller`.
 
+pub mod admission;
 pub mod children;
 pub mod cluster_feed;
 pub mod conditions;

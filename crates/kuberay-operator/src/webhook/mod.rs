@@ -7,7 +7,6 @@
 
 pub mod certs;
 pub mod config;
-pub mod review;
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -23,7 +22,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
-use review::{WebhookKind, review};
+use ray_reconcile::admission::{WebhookKind, review};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;

@@ -1,5 +1,5 @@
 //! One AdmissionReview in, one AdmissionReview out: the request side of KubeRay's validating webhooks,
-//! without I/O.
+//! without I/O (the operator binary serves it over HTTPS; another controller can mount it in its own server).
 //!
 //! Like controller-runtime's admission handler the answer always travels in an HTTP 200 body: a denial is
 //! `allowed: false` with the Status the API server relays (422 `Invalid` for a failed check, 400 for a
