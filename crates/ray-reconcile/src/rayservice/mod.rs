@@ -7,6 +7,8 @@
 //! on) and rollbacks (`RollbackInProgress` is only ever set `False`, by suspension).
 
 pub mod controller;
+pub mod gateway;
+pub mod incremental;
 pub mod plan;
 pub mod serve_api;
 

@@ -75,6 +75,8 @@ pub mod reason {
     pub const NO_ACTIVE_CLUSTER: &str = "NoActiveCluster";
     /// Validation failed.
     pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// The goal spec left the pending cluster's during an incremental upgrade (rollback).
+    pub const DESIRED_CLUSTER_SPEC_CHANGED: &str = "DesiredClusterSpecChanged";
     /// `spec.suspend` became true.
     pub const SUSPEND_REQUESTED: &str = "SuspendRequested";
     /// Owned resources are being deleted.
