@@ -122,34 +122,34 @@ pub fn step_gain(
 
 /// `calculateTrafficRoutedPercent`: the HTTPRoute weights of this pass. Forward, traffic moves
 /// to the pending cluster only while it is ready; during a rollback it moves back to the active
-/// cluster. Without options during an upgrade ⇒ [`IncrementalError::MissingOptions`].
+/// cluster. `status` is this pass's (in-memory) status. Without options during an upgrade ⇒ [`IncrementalError::MissingOptions`].
 pub fn traffic_weights(
     service: &RayService,
+    status: &RayServiceStatuses,
     pending_ready: bool,
     rolling_back: bool,
     now: Timestamp,
 ) -> Result<TrafficWeights, IncrementalError> {
-    let status = service.status.clone().unwrap_or_default();
     let current = TrafficWeights {
-        active: traffic_percent(&status, Role::Active),
-        pending: traffic_percent(&status, Role::Pending),
+        active: traffic_percent(status, Role::Active),
+        pending: traffic_percent(status, Role::Pending),
     };
     if !pending_ready && !rolling_back {
         return Ok(current);
     }
     let options = upgrade_options(service)?;
     let role = gaining(rolling_back);
-    let last = side(&status, role)
+    let last = side(status, role)
         .and_then(|s| s.last_traffic_migrated_time.as_ref())
         .map(|t| t.0);
     let gained = step_gain(
-        traffic_percent(&status, role),
-        target_capacity(&status, role),
+        traffic_percent(status, role),
+        target_capacity(status, role),
         last,
         options,
         now,
     );
-    if gained == traffic_percent(&status, role) {
+    if gained == traffic_percent(status, role) {
         return Ok(current);
     }
     Ok(match role {

@@ -129,36 +129,34 @@ fn route_service(pending_capacity: i32, last_migrated: Option<Timestamp>) -> Ray
     rs
 }
 
+fn weights_of(rs: &RayService, pending_ready: bool, now: Timestamp) -> Result<TrafficWeights, IncrementalError> {
+    traffic_weights(rs, rs.status.as_ref().unwrap(), pending_ready, false, now)
+}
+
 #[test]
 fn g49_http_route_weights() {
     let now = t(1000);
     let w = |active, pending| TrafficWeights { active, pending };
     // Pending not ready ⇒ unchanged.
-    assert_eq!(
-        traffic_weights(&route_service(60, None), false, false, now).unwrap(),
-        w(100, 0)
-    );
+    assert_eq!(weights_of(&route_service(60, None), false, now).unwrap(), w(100, 0));
     // Last migration just now ⇒ unchanged.
-    assert_eq!(
-        traffic_weights(&route_service(60, Some(now)), true, false, now).unwrap(),
-        w(100, 0)
-    );
+    assert_eq!(weights_of(&route_service(60, Some(now)), true, now).unwrap(), w(100, 0));
     // More than the interval ago, pending capacity 60 ⇒ one step of 10.
     let before = now.checked_sub(SignedDuration::from_secs(31)).unwrap();
     assert_eq!(
-        traffic_weights(&route_service(60, Some(before)), true, false, now).unwrap(),
+        weights_of(&route_service(60, Some(before)), true, now).unwrap(),
         w(90, 10)
     );
     // Pending capacity 5 caps the step.
     assert_eq!(
-        traffic_weights(&route_service(5, Some(before)), true, false, now).unwrap(),
+        weights_of(&route_service(5, Some(before)), true, now).unwrap(),
         w(95, 5)
     );
     // Missing options ⇒ error.
     let mut missing = route_service(60, None);
     missing.spec.upgrade_strategy.as_mut().unwrap().cluster_upgrade_options = None;
     assert_eq!(
-        traffic_weights(&missing, true, false, now),
+        traffic_weights(&missing, &missing.status.clone().unwrap(), true, false, now),
         Err(IncrementalError::MissingOptions)
     );
 }
@@ -362,7 +360,7 @@ fn rollback_moves_traffic_and_capacity_back() {
     assert_eq!(target_capacity_step(&status, &opts, Role::Active, true), None);
     // Traffic moves back to the active cluster only up to its capacity.
     assert_eq!(
-        traffic_weights(&rs, false, true, t(10)).unwrap(),
+        traffic_weights(&rs, &rs.status.clone().unwrap(), false, true, t(10)).unwrap(),
         TrafficWeights {
             active: 50,
             pending: 50
@@ -402,7 +400,7 @@ fn simulate(max_surge: i32, step: i32) -> Vec<TrafficWeights> {
             }
         }
         rs.status = Some(status.clone());
-        let weights = traffic_weights(&rs, true, false, now).unwrap();
+        let weights = traffic_weights(&rs, &rs.status.clone().unwrap(), true, false, now).unwrap();
         record_route_weights(&mut status, (Some(weights.active), Some(weights.pending)), &Time(now));
         assert_eq!(weights.active + weights.pending, FULL_PERCENT);
         assert!(weights.pending <= target_capacity(&status, Role::Pending));
