@@ -433,3 +433,200 @@ proptest! {
         prop_assert_eq!(seen.last().map(|w| w.pending), Some(FULL_PERCENT));
     }
 }
+
+mod status {
+    use super::super::super::plan::{IncrementalInputs, StatusInputs, calculate_status};
+    use super::*;
+
+    fn config() -> RayServicePlanConfig {
+        RayServicePlanConfig {
+            enable_zero_downtime: None,
+            incremental_upgrade_gate: true,
+        }
+    }
+
+    fn inputs<'a>(
+        active: Option<&'a RayCluster>,
+        pending: Option<&'a RayCluster>,
+        services_cluster: Option<&str>,
+        observed: IncrementalInputs,
+    ) -> StatusInputs<'a> {
+        StatusInputs {
+            active,
+            pending,
+            services_cluster: services_cluster.map(str::to_owned),
+            num_serve_endpoints: 1,
+            new_cluster_name: "rs-new01".into(),
+            now: Time(t(0)),
+            incremental: Some(observed),
+        }
+    }
+
+    fn upgrading(mut status: RayServiceStatuses) -> RayServiceStatuses {
+        crate::conditions::set(
+            status.conditions.get_or_insert_with(Vec::new),
+            condition::UPGRADE_IN_PROGRESS,
+            "True",
+            reason::BOTH_ACTIVE_PENDING_CLUSTERS_EXIST,
+            "Both active and pending Ray clusters exist",
+            &Time(t(0)),
+        );
+        status
+    }
+
+    #[test]
+    fn fresh_pending_cluster_gets_full_capacity_and_is_promoted_once_serving() {
+        let rs = service("rs", "base", Some(options(50, 25, 1)));
+        let status = calculate_status(
+            &rs,
+            RayServiceStatuses::default(),
+            &inputs(None, None, None, IncrementalInputs::default()),
+            &config(),
+        )
+        .unwrap();
+        let pending = status.pending_service_status.clone().unwrap();
+        assert_eq!(pending.ray_cluster_name.as_deref(), Some("rs-new01"));
+        assert_eq!(pending.target_capacity, Some(100));
+
+        let first = cluster_of(&rs, "rs-new01");
+        let status = calculate_status(
+            &rs,
+            status,
+            &inputs(None, Some(&first), Some("rs-new01"), IncrementalInputs::default()),
+            &config(),
+        )
+        .unwrap();
+        assert_eq!(
+            status.active_service_status.unwrap().ray_cluster_name.as_deref(),
+            Some("rs-new01")
+        );
+        assert_eq!(status.pending_service_status, Some(RayServiceStatus::default()));
+    }
+
+    #[test]
+    fn upgrade_pending_starts_at_zero_and_is_promoted_only_when_complete() {
+        let old = service("rs", "base", Some(options(50, 25, 1)));
+        let active = cluster_of(&old, "rs-aaaaa");
+        let rs = service("rs", "updated", Some(options(50, 25, 1)));
+        let status = statuses(side("rs-aaaaa", Some(100), Some(100)), None);
+        let status = calculate_status(
+            &rs,
+            status,
+            &inputs(Some(&active), None, Some("rs-aaaaa"), IncrementalInputs::default()),
+            &config(),
+        )
+        .unwrap();
+        assert_eq!(status.pending_service_status.as_ref().unwrap().target_capacity, Some(0));
+
+        let pending = cluster_of(&rs, "rs-new01");
+        let mut mid = upgrading(status.clone());
+        set_target_capacity(&mut mid, Role::Pending, 50);
+        let observed = IncrementalInputs {
+            route_weights: (Some(75), Some(25)),
+            pending_healthy: Some(true),
+        };
+        let mid = calculate_status(
+            &rs,
+            mid,
+            &inputs(Some(&active), Some(&pending), Some("rs-aaaaa"), observed),
+            &config(),
+        )
+        .unwrap();
+        assert_eq!(
+            mid.pending_service_status.as_ref().unwrap().ray_cluster_name.as_deref(),
+            Some("rs-new01")
+        );
+        assert_eq!(
+            mid.pending_service_status.as_ref().unwrap().traffic_routed_percent,
+            Some(25)
+        );
+        assert_eq!(
+            mid.active_service_status.as_ref().unwrap().traffic_routed_percent,
+            Some(75)
+        );
+        assert_eq!(
+            mid.pending_service_status.as_ref().unwrap().last_traffic_migrated_time,
+            Some(Time(t(0)))
+        );
+
+        let mut done = mid;
+        set_target_capacity(&mut done, Role::Active, 0);
+        set_target_capacity(&mut done, Role::Pending, 100);
+        let observed = IncrementalInputs {
+            route_weights: (Some(0), Some(100)),
+            pending_healthy: Some(true),
+        };
+        let done = calculate_status(
+            &rs,
+            done,
+            &inputs(Some(&active), Some(&pending), Some("rs-aaaaa"), observed),
+            &config(),
+        )
+        .unwrap();
+        let promoted = done.active_service_status.unwrap();
+        assert_eq!(promoted.ray_cluster_name.as_deref(), Some("rs-new01"));
+        assert_eq!(
+            (promoted.target_capacity, promoted.traffic_routed_percent),
+            (Some(100), Some(100))
+        );
+        assert_eq!(done.pending_service_status, Some(RayServiceStatus::default()));
+    }
+
+    #[test]
+    fn rollback_prepares_nothing_then_completes_without_a_new_cluster() {
+        let rs = service("rs", "base", Some(options(50, 25, 1)));
+        let active = cluster_of(&rs, "rs-aaaaa");
+        let pending = cluster_of(&service("rs", "updated", None), "rs-bbbbb");
+        let mut status = upgrading(statuses(
+            side("rs-aaaaa", Some(50), Some(50)),
+            side("rs-bbbbb", Some(100), Some(50)),
+        ));
+        reconcile_rollback_state(&mut status, &rs, Some(&active), Some(&pending), &Time(t(0)));
+        let observed = IncrementalInputs {
+            route_weights: (Some(75), Some(25)),
+            pending_healthy: Some(true),
+        };
+        let status = calculate_status(
+            &rs,
+            status,
+            &inputs(Some(&active), Some(&pending), Some("rs-aaaaa"), observed),
+            &config(),
+        )
+        .unwrap();
+        assert_eq!(
+            status
+                .pending_service_status
+                .as_ref()
+                .unwrap()
+                .ray_cluster_name
+                .as_deref(),
+            Some("rs-bbbbb"),
+            "no new pending cluster during a rollback"
+        );
+        assert!(rolling_back(&status));
+
+        let mut back = status;
+        set_target_capacity(&mut back, Role::Active, 100);
+        set_target_capacity(&mut back, Role::Pending, 0);
+        let observed = IncrementalInputs {
+            route_weights: (Some(100), Some(0)),
+            pending_healthy: Some(true),
+        };
+        let back = calculate_status(
+            &rs,
+            back,
+            &inputs(Some(&active), Some(&pending), Some("rs-aaaaa"), observed),
+            &config(),
+        )
+        .unwrap();
+        assert_eq!(back.pending_service_status, Some(RayServiceStatus::default()));
+        assert!(!rolling_back(&back));
+        let list = back.conditions.unwrap();
+        let upgrade = list.iter().find(|c| c.type_ == condition::UPGRADE_IN_PROGRESS).unwrap();
+        assert_eq!(upgrade.message, ROLLBACK_COMPLETE_MESSAGE);
+        assert_eq!(
+            back.active_service_status.unwrap().ray_cluster_name.as_deref(),
+            Some("rs-aaaaa")
+        );
+    }
+}
