@@ -367,3 +367,177 @@ async fn incremental_upgrade_moves_traffic_in_steps_then_promotes() {
     assert!(routes.get_opt(ROUTE).await.unwrap().is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Adds (`Some`) or removes (`None`) the `UPGRADE_MARKER` env var of the head container.
+async fn set_marker(rayservices: &Api<RayService>, marker: Option<&str>) {
+    for _ in 0..50 {
+        let mut current = rayservices.get(NAME).await.unwrap();
+        let env = current
+            .spec
+            .ray_cluster_config
+            .head_group_spec
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .containers[0]
+            .env
+            .get_or_insert_with(Vec::new);
+        env.retain(|e| e.name != "UPGRADE_MARKER");
+        if let Some(value) = marker {
+            env.push(EnvVar {
+                name: "UPGRADE_MARKER".into(),
+                value: Some(value.into()),
+                ..EnvVar::default()
+            });
+        }
+        if current
+            .spec
+            .ray_cluster_config
+            .head_group_spec
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers[0]
+            .env
+            .as_ref()
+            .is_some_and(Vec::is_empty)
+        {
+            current
+                .spec
+                .ray_cluster_config
+                .head_group_spec
+                .template
+                .spec
+                .as_mut()
+                .unwrap()
+                .containers[0]
+                .env = None;
+        }
+        match rayservices.replace(NAME, &PostParams::default(), &current).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("updating the RayService: {e}"),
+        }
+    }
+    panic!("could not update the RayService: persistent conflicts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_upgrade_rolls_back_when_the_spec_is_reverted() {
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("rayservice-incremental-rollback", kube_sim::SimConfig::default()).await;
+    common::install_extra_crds(
+        &client,
+        &[
+            gateway_api_crd("gateways", "Gateway"),
+            gateway_api_crd("httproutes", "HTTPRoute"),
+        ],
+    )
+    .await;
+    let ray = Arc::new(HollowRay::attach(&sim, HollowRayOptions::default()));
+    let _operator = start_operator(&dir, &kubeconfig);
+    let rayservices: Api<RayService> = Api::namespaced(client.clone(), NS);
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    let routes = gateway_api(&client, "HTTPRoute", "httproutes");
+    rayservices.create(&PostParams::default(), &sample()).await.unwrap();
+    let first = wait_for("the RayService to become Ready with its HTTPRoute", || async {
+        let service = rayservices.get(NAME).await.unwrap();
+        let ready = condition(&service, "Ready").is_some_and(|(s, _)| s == "True");
+        let route = routes.get_opt(ROUTE).await.unwrap()?;
+        let active = names(&service).0?;
+        (ready && backends(&route) == [(format!("{active}-serve-svc"), 100)]).then_some(active)
+    })
+    .await;
+
+    // Upgrade until some traffic reached the new cluster, then revert the spec.
+    set_marker(&rayservices, Some("rollback")).await;
+    let second = wait_for("traffic on the pending cluster", || async {
+        let service = rayservices.get(NAME).await.unwrap();
+        let pending = service.status.clone()?.pending_service_status?;
+        (pending.traffic_routed_percent.unwrap_or(0) > 0).then_some(pending.ray_cluster_name?)
+    })
+    .await;
+    set_marker(&rayservices, None).await;
+    let service = wait_for("RollbackInProgress", || async {
+        let service = rayservices.get(NAME).await.unwrap();
+        (condition(&service, "RollbackInProgress") == Some(("True".into(), "DesiredClusterSpecChanged".into())))
+            .then_some(service)
+    })
+    .await;
+    assert_eq!(names(&service), (Some(first.clone()), Some(second.clone())));
+
+    // Traffic returns to the first cluster, the pending one is dropped, no new cluster is made.
+    let mut pending_weights = Vec::new();
+    let second_svc = format!("{second}-serve-svc");
+    let deadline = Instant::now() + WAIT;
+    let done = loop {
+        assert!(
+            Instant::now() < deadline,
+            "rollback did not complete: {pending_weights:?}"
+        );
+        if let Some(route) = routes.get_opt(ROUTE).await.unwrap()
+            && let Some((_, w)) = backends(&route).into_iter().find(|(n, _)| *n == second_svc)
+            && pending_weights.last() != Some(&w)
+        {
+            pending_weights.push(w);
+        }
+        let service = rayservices.get(NAME).await.unwrap();
+        if names(&service).1.is_none() {
+            break service;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("pending weights during the rollback: {pending_weights:?}");
+    assert!(pending_weights.windows(2).all(|w| w[1] <= w[0]), "{pending_weights:?}");
+    assert_eq!(names(&done).0.as_deref(), Some(first.as_str()));
+    assert_eq!(condition(&done, "RollbackInProgress"), None);
+    let upgrade = done
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|c| c.type_ == "UpgradeInProgress")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            upgrade.status.as_str(),
+            upgrade.reason.as_str(),
+            upgrade.message.as_str()
+        ),
+        (
+            "False",
+            "NoPendingCluster",
+            "Rollback complete, active Ray cluster exists and no pending Ray cluster"
+        )
+    );
+    let active = done.status.clone().unwrap().active_service_status.unwrap();
+    assert_eq!(
+        (active.target_capacity, active.traffic_routed_percent),
+        (Some(100), Some(100))
+    );
+    assert_eq!(serve_target_capacity(&ray, &first), Some(100));
+    wait_for("the route to point at the first cluster alone", || async {
+        let route = routes.get(ROUTE).await.unwrap();
+        (backends(&route) == [(format!("{first}-serve-svc"), 100)]).then_some(())
+    })
+    .await;
+    wait_for("the rolled-back cluster to be deleted", || {
+        common::gone(&clusters, &second)
+    })
+    .await;
+    // Still no new pending cluster a few passes later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let service = rayservices.get(NAME).await.unwrap();
+    assert_eq!(names(&service), (Some(first), None));
+    let _ = std::fs::remove_dir_all(&dir);
+}
