@@ -130,13 +130,16 @@ fn serve_target_capacity(ray: &HollowRay, cluster: &str) -> Option<i64> {
     ray.head(NS, cluster)?.serve_details()["target_capacity"].as_i64()
 }
 
+/// `(targetCapacity, trafficRoutedPercent)` of one cluster in the status.
+type SideStatus = (Option<i32>, Option<i32>);
+
 /// One poll during the upgrade.
 #[derive(Clone, Debug, PartialEq)]
 struct Sample {
     /// Route weights (active backend, pending backend).
     weights: (i64, i64),
-    /// Status: active (targetCapacity, trafficRoutedPercent), pending (targetCapacity, trafficRoutedPercent).
-    status: ((Option<i32>, Option<i32>), (Option<i32>, Option<i32>)),
+    /// Status: active, pending.
+    status: (SideStatus, SideStatus),
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +175,9 @@ async fn incremental_upgrade_moves_traffic_in_steps_then_promotes() {
         let (active, pending) = names(&service);
         let route = routes.get_opt(ROUTE).await.unwrap()?;
         let active = active?;
-        (ready && pending.is_none() && backends(&route) == [(format!("{active}-serve-svc"), 100)]).then_some(active)
+        let traffic = service.status.clone()?.active_service_status?.traffic_routed_percent;
+        (ready && pending.is_none() && traffic.is_some() && backends(&route) == [(format!("{active}-serve-svc"), 100)])
+            .then_some(active)
     })
     .await;
     let service = rayservices.get(NAME).await.unwrap();
