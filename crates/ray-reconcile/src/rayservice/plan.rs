@@ -51,7 +51,7 @@ pub mod condition {
     pub const READY: &str = "Ready";
     /// A pending cluster is being prepared next to the active one.
     pub const UPGRADE_IN_PROGRESS: &str = "UpgradeInProgress";
-    /// An incremental upgrade is being rolled back (only ever set `False` here).
+    /// An incremental upgrade is being rolled back (`True` from rollback detection, `False` by suspension).
     pub const ROLLBACK_IN_PROGRESS: &str = "RollbackInProgress";
     /// `spec.suspend` is being carried out.
     pub const SUSPENDING: &str = "Suspending";
