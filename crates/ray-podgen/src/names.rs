@@ -17,6 +17,10 @@ pub const ROUTE_NAME_BUDGET: usize = 51;
 pub const HEAD_SERVICE_SUFFIX: &str = "head-svc";
 /// Suffix of the serve service name.
 pub const SERVE_SERVICE_SUFFIX: &str = "serve-svc";
+/// Suffix of a RayService's incremental-upgrade Gateway (`<rs>-gateway`).
+pub const GATEWAY_SUFFIX: &str = "gateway";
+/// Suffix of a RayService's incremental-upgrade HTTPRoute (`<rs>-httproute`).
+pub const HTTP_ROUTE_SUFFIX: &str = "httproute";
 /// Suffix of the dashboard ingress name.
 pub const INGRESS_SUFFIX: &str = "head-ingress";
 /// Suffix of the OpenShift route name.
@@ -148,6 +152,16 @@ pub fn default_head_service_name(owner: &str) -> String {
 /// `<name>-serve-svc` (`GenerateServeServiceName`).
 pub fn serve_service_name(name: &str) -> String {
     format!("{name}-{SERVE_SERVICE_SUFFIX}")
+}
+
+/// `<rayservice>-gateway`, the Gateway of an incremental upgrade.
+pub fn gateway_name(service: &str) -> String {
+    format!("{service}-{GATEWAY_SUFFIX}")
+}
+
+/// `<rayservice>-httproute`, the HTTPRoute of an incremental upgrade.
+pub fn http_route_name(service: &str) -> String {
+    format!("{service}-{HTTP_ROUTE_SUFFIX}")
 }
 
 /// `<name>-serve` (`GenerateServeServiceLabel`), the `ray.io/serve` label value of serve services.

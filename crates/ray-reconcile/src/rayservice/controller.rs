@@ -24,8 +24,9 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use ray_api::constants::{
-    CRD_KIND_RAY_SERVICE, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_CLUSTER_SERVING_SERVICE_LABEL, RAY_NODE_TYPE_LABEL,
-    RAY_ORIGINATED_FROM_CR_NAME_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL, RAY_SERVICE_FINALIZER, SERVING_PORT_NAME,
+    CRD_KIND_RAY_CLUSTER, CRD_KIND_RAY_SERVICE, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_CLUSTER_SERVING_SERVICE_LABEL,
+    RAY_NODE_TYPE_LABEL, RAY_ORIGINATED_FROM_CR_NAME_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL, RAY_SERVICE_FINALIZER,
+    SERVING_PORT_NAME,
 };
 use ray_api::validation::{ValidationOptions, validate_ray_service_metadata, validate_ray_service_spec};
 use ray_api::{AppStatus, RayCluster, RayService, RayServiceStatuses};
@@ -39,13 +40,20 @@ use ray_podgen::service::{ServeServiceOwner, build_rayservice_head_service, buil
 use serde_json::json;
 use tracing::{debug, info, warn};
 
+use super::gateway::{Gateway, HTTPRoute, RouteBackend, build_gateway, build_http_route, route_weights};
+use super::incremental::{
+    IncrementalError, Role, incremental_enabled, reconcile_rollback_state, rolling_back, serve_body_with_capacity,
+    set_target_capacity, target_capacity_step, traffic_weights, upgrade_options,
+};
+use super::plan::IncrementalInputs;
 use super::plan::{
     ClusterAction, DEFAULT_REQUEUE, FinalizerStep, POD_READY_CONDITION, RayServicePlanConfig,
     SERVE_STATUS_FAILED_PREFIX, SUBMIT_FAILED_PREFIX, ServiceSync, StatusInputs, SuspendStep, application_statuses,
-    applications_ready, auth_secret_name, calculate_status, check_initializing_timeout, dangling_clusters_to_delete,
-    event_reason, finalizer_step, head_serve_label, is_initializing_timeout, managed_by_operator,
-    need_submit_serve_config, plan_cluster, plan_suspend, serve_config_json, should_prepare_new_cluster,
-    status_changed, suspend_progress, sync_service, updated_cluster, validation_failed_status,
+    applications_ready, auth_secret_name, calculate_status, check_initializing_timeout, condition,
+    dangling_clusters_to_delete, event_reason, finalizer_step, head_serve_label, is_initializing_timeout,
+    managed_by_operator, need_submit_serve_config, plan_cluster, plan_suspend, serve_config_json,
+    should_prepare_new_cluster, status_changed, suspend_progress, sync_service, updated_cluster,
+    validation_failed_status,
 };
 use super::serve_api::{ProxyHealthTarget, ServeClient, ServeTarget};
 use crate::cluster_feed::ClusterFeed;
@@ -114,6 +122,9 @@ pub enum RayServiceError {
     /// The RayService has no namespace.
     #[error("RayService {0} has no namespace")]
     NoNamespace(String),
+    /// An incremental-upgrade step failed.
+    #[error("{0}")]
+    Incremental(#[from] IncrementalError),
 }
 
 /// Settings of [`run`].
@@ -378,28 +389,38 @@ impl Pass<'_> {
         let (active, pending) = self
             .reconcile_clusters(active_name.as_deref(), pending_name.as_deref())
             .await?;
+        let incremental = incremental_enabled(service, &self.ctx.config.plan);
+        let mut status = service.status.clone().unwrap_or_default();
+        if incremental {
+            // Step 9: rollback detection.
+            reconcile_rollback_state(&mut status, service, active.as_ref(), pending.as_ref(), &Time(now));
+        }
 
         for cluster in [active.as_ref(), pending.as_ref()].into_iter().flatten() {
             self.update_head_pod_serve_label(cluster).await?;
         }
 
         // Like KubeRay, each cluster's application statuses are this pass's reading, or none when
-        // its serve step did not run (the active cluster's stay empty during an upgrade).
-        let mut status = service.status.clone().unwrap_or_default();
+        // its serve step did not run (the active cluster's stay empty during a blue/green upgrade).
         let mut pending_ready = false;
         let mut pending_apps = BTreeMap::new();
         if let Some(cluster) = pending.as_ref() {
-            let outcome = self.reconcile_serve(cluster).await?;
+            let outcome = self
+                .reconcile_serve(cluster, Role::Pending, &mut status, incremental)
+                .await?;
             pending_ready = outcome.ready;
             pending_apps = outcome.apps;
         }
         let mut active_ready = false;
         let mut active_apps = BTreeMap::new();
         if let Some(cluster) = active.as_ref()
-            && pending.is_none()
-            && !should_prepare_new_cluster(service, Some(cluster), None, false, &self.ctx.config.plan)
+            && ((pending.is_none()
+                && !should_prepare_new_cluster(service, Some(cluster), None, false, &self.ctx.config.plan))
+                || (incremental && pending.is_some()))
         {
-            let outcome = self.reconcile_serve(cluster).await?;
+            let outcome = self
+                .reconcile_serve(cluster, Role::Active, &mut status, incremental)
+                .await?;
             active_ready = outcome.ready;
             active_apps = outcome.apps;
         }
@@ -412,10 +433,25 @@ impl Pass<'_> {
             .get_or_insert_with(Default::default)
             .application_statuses = Some(pending_apps).filter(|a| !a.is_empty());
 
-        let target = if pending_ready {
+        // Step 12: per-cluster serve services, Gateway and HTTPRoute.
+        let route = if incremental {
+            self.reconcile_gateway_objects(active.as_ref(), pending.as_ref(), &status, pending_ready, now)
+                .await?
+        } else {
+            None
+        };
+
+        // Step 13: during an incremental upgrade the RayService's services stay on the active
+        // cluster (traffic moves through the HTTPRoute instead).
+        let upgrading_incrementally = incremental
+            && conditions::is_true(
+                status.conditions.as_deref().unwrap_or_default(),
+                condition::UPGRADE_IN_PROGRESS,
+            );
+        let target = if pending_ready && !upgrading_incrementally {
             pending.as_ref()
-        } else if active_ready {
-            active.as_ref()
+        } else if pending_ready || active_ready {
+            active.as_ref().or(pending.as_ref())
         } else {
             None
         };
@@ -423,11 +459,28 @@ impl Pass<'_> {
             Some(cluster) => Some(self.reconcile_services(cluster).await?),
             None => None,
         };
-        let num_serve_endpoints = self.count_serve_endpoints().await?;
+        let num_serve_endpoints = if incremental {
+            let mut total = 0;
+            let names = match active.as_ref() {
+                Some(cluster) => vec![serve_service_name(&cluster.name_any())],
+                None => vec![self.serve_service_name()],
+            };
+            for name in names
+                .into_iter()
+                .chain(pending.as_ref().map(|c| serve_service_name(&c.name_any())))
+            {
+                total += self.count_serve_endpoints(&name).await?;
+            }
+            total
+        } else {
+            self.count_serve_endpoints(&self.serve_service_name()).await?
+        };
         let new_cluster_name = {
             let mut suffixes = self.ctx.suffixes.lock().unwrap_or_else(PoisonError::into_inner);
             ray_cluster_name_for_service(service, &mut *suffixes)
         };
+        let active_name_now = super::plan::active_cluster_name(service);
+        let pending_name_now = super::plan::pending_cluster_name(service);
         let inputs = StatusInputs {
             active: active.as_ref(),
             pending: pending.as_ref(),
@@ -435,6 +488,12 @@ impl Pass<'_> {
             num_serve_endpoints,
             new_cluster_name,
             now: Time(now),
+            incremental: incremental.then(|| IncrementalInputs {
+                route_weights: route
+                    .as_ref()
+                    .map_or((None, None), |r| route_weights(r, active_name_now, pending_name_now)),
+                pending_healthy: pending.as_ref().map(|_| pending_ready),
+            }),
         };
         let status = calculate_status(service, status, &inputs, &self.ctx.config.plan)?;
         self.write_status(status, now).await
@@ -536,7 +595,15 @@ impl Pass<'_> {
         let params = ListParams::default().labels(&selector);
         let clusters = self.clusters.list_metadata(&params).await?.items;
         let services = self.services.list_metadata(&params).await?.items;
-        let left = clusters.len() + services.len();
+        let mut left = clusters.len() + services.len();
+        if incremental_enabled(self.service, &self.ctx.config.plan) {
+            left += self
+                .delete_if_present::<HTTPRoute>(&ray_podgen::names::http_route_name(&self.name))
+                .await?;
+            left += self
+                .delete_if_present::<Gateway>(&ray_podgen::names::gateway_name(&self.name))
+                .await?;
+        }
         for cluster in clusters.iter().filter(|c| c.metadata.deletion_timestamp.is_none()) {
             match self
                 .clusters
@@ -562,11 +629,44 @@ impl Pass<'_> {
         Ok(left)
     }
 
+    /// The RayService's serve service name (custom `spec.serveService` name or `<rs>-serve-svc`).
+    fn serve_service_name(&self) -> String {
+        self.service
+            .spec
+            .serve_service
+            .as_ref()
+            .and_then(|s| s.object.metadata.name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| serve_service_name(&self.name))
+    }
+
     fn owned_selector(&self) -> String {
         format!(
             "{RAY_ORIGINATED_FROM_CR_NAME_LABEL}={},{RAY_ORIGINATED_FROM_CRD_LABEL}={CRD_KIND_RAY_SERVICE}",
             self.name
         )
+    }
+
+    /// Deletes the named object if it exists; returns 1 when it was still there.
+    async fn delete_if_present<K>(&self, name: &str) -> Result<usize, RayServiceError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned,
+    {
+        let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
+        let Some(existing) = api.get_opt(name).await? else {
+            return Ok(0);
+        };
+        if existing.meta().deletion_timestamp.is_none() {
+            match api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(1)
     }
 
     /// Step 5: on a validation failure writes `Ready=False/ValidationFailed` and stops.
@@ -595,10 +695,12 @@ impl Pass<'_> {
     }
 
     fn goal_cluster(&self, cluster_name: &str) -> Result<RayCluster, RayServiceError> {
-        let mut podgen = self.ctx.config.podgen.clone();
-        // Incremental upgrade is not carried out: pending clusters keep their worker replicas.
-        podgen.feature_gates.ray_service_incremental_upgrade = false;
-        Ok(build_ray_cluster_for_service(self.service, cluster_name, &podgen)?)
+        // The pending cluster of an incremental upgrade gets its worker replicas cleared.
+        Ok(build_ray_cluster_for_service(
+            self.service,
+            cluster_name,
+            &self.ctx.config.podgen,
+        )?)
     }
 
     /// Step 8: `reconcileRayCluster`.
@@ -850,7 +952,13 @@ impl Pass<'_> {
 
     /// Step 11: `reconcileServe` for one cluster: read application statuses, submit the serve
     /// config when it changed (or nothing runs), report readiness.
-    async fn reconcile_serve(&self, cluster: &RayCluster) -> Result<ServeOutcome, RayServiceError> {
+    async fn reconcile_serve(
+        &self,
+        cluster: &RayCluster,
+        role: Role,
+        status: &mut RayServiceStatuses,
+        incremental: bool,
+    ) -> Result<ServeOutcome, RayServiceError> {
         let not_ready = ServeOutcome {
             apps: BTreeMap::new(),
             ready: false,
@@ -871,8 +979,23 @@ impl Pass<'_> {
         let cached = self.ctx.cached_config(&self.key, &cluster_name);
         let (submit, why) = need_submit_serve_config(&cached, &current, &apps);
         debug!(rayservice = %self.name, cluster = %cluster_name, submit, reason = why, "serve config check");
+        // Incremental: the config carries the cluster's target capacity.
+        let capacity = if incremental {
+            match role {
+                Role::Active => status.active_service_status.as_ref(),
+                Role::Pending => status.pending_service_status.as_ref(),
+            }
+            .and_then(|s| s.target_capacity)
+        } else {
+            None
+        };
         if submit {
-            let result = match serve_config_json(&current) {
+            let body = if incremental {
+                serve_body_with_capacity(&current, capacity).map_err(|e| e.to_string())
+            } else {
+                serve_config_json(&current)
+            };
+            let result = match body {
                 Ok(body) => self
                     .ctx
                     .serve
@@ -919,7 +1042,254 @@ impl Pass<'_> {
             }
         }
         let ready = applications_ready(&apps);
+        if incremental && ready {
+            self.reconcile_target_capacity(&target, &cluster_name, role, status, &current)
+                .await?;
+        }
         Ok(ServeOutcome { apps, ready })
+    }
+
+    /// `reconcileServeTargetCapacity`: moves this cluster's Serve `target_capacity` by
+    /// `maxSurgePercent` when the plan says so, PUTting the config with the new capacity.
+    async fn reconcile_target_capacity(
+        &self,
+        target: &ServeTarget,
+        cluster_name: &str,
+        role: Role,
+        status: &mut RayServiceStatuses,
+        serve_config: &str,
+    ) -> Result<(), RayServiceError> {
+        let options = upgrade_options(self.service)?;
+        let Some(goal) = target_capacity_step(status, options, role, rolling_back(status)) else {
+            return Ok(());
+        };
+        let body = serve_body_with_capacity(serve_config, Some(goal))?;
+        if let Err(e) = self.ctx.serve.update_deployments(target, &body).await {
+            let error = RayServiceError::SubmitServeConfig(e.to_string());
+            self.ctx
+                .publish(
+                    self.service,
+                    true,
+                    event_reason::FAILED_TO_UPDATE_SERVE_APPLICATIONS,
+                    action::UPDATE,
+                    format!(
+                        "Failed to update serve applications to the RayCluster {}/{cluster_name}: {error}",
+                        self.namespace
+                    ),
+                )
+                .await;
+            return Err(error);
+        }
+        info!(rayservice = %self.name, cluster = cluster_name, target_capacity = goal, "updated target_capacity");
+        set_target_capacity(status, role, goal);
+        Ok(())
+    }
+
+    /// Step 12: the per-cluster serve services of both clusters, the Gateway and (with an active
+    /// cluster) the HTTPRoute carrying this pass's traffic weights; returns the HTTPRoute.
+    async fn reconcile_gateway_objects(
+        &self,
+        active: Option<&RayCluster>,
+        pending: Option<&RayCluster>,
+        status: &RayServiceStatuses,
+        pending_ready: bool,
+        now: Timestamp,
+    ) -> Result<Option<HTTPRoute>, RayServiceError> {
+        for cluster in [active, pending].into_iter().flatten() {
+            self.sync_cluster_serve_service(cluster).await?;
+        }
+        let gateway = build_gateway(self.service)?;
+        self.sync_gateway_api_object(
+            gateway,
+            |a: &Gateway, b: &Gateway| a.spec == b.spec,
+            |mut existing: Gateway, desired: Gateway| {
+                existing.spec = desired.spec;
+                existing
+            },
+            (
+                "Gateway",
+                event_reason::CREATED_GATEWAY,
+                event_reason::FAILED_TO_CREATE_GATEWAY,
+            ),
+            (event_reason::UPDATED_GATEWAY, event_reason::FAILED_TO_UPDATE_GATEWAY),
+        )
+        .await?;
+        let Some(active) = active else {
+            return Ok(None);
+        };
+        let weights = traffic_weights(self.service, status, pending_ready, rolling_back(status), now)?;
+        let backend = |cluster: &RayCluster| {
+            let port = service_ports(cluster)
+                .get(SERVING_PORT_NAME)
+                .copied()
+                .unwrap_or(ray_api::constants::DEFAULT_SERVING_PORT);
+            (cluster.name_any(), port)
+        };
+        let (active_cluster, active_port) = backend(active);
+        let pending_backend = pending.map(backend);
+        let route = build_http_route(
+            self.service,
+            &RouteBackend {
+                cluster: &active_cluster,
+                port: active_port,
+            },
+            pending_backend
+                .as_ref()
+                .map(|(cluster, port)| RouteBackend { cluster, port: *port })
+                .as_ref(),
+            weights,
+        );
+        let route = self
+            .sync_gateway_api_object(
+                route,
+                |a: &HTTPRoute, b: &HTTPRoute| a.spec == b.spec,
+                |mut existing: HTTPRoute, desired: HTTPRoute| {
+                    existing.spec = desired.spec;
+                    existing
+                },
+                (
+                    "HTTPRoute",
+                    event_reason::CREATED_HTTP_ROUTE,
+                    event_reason::FAILED_TO_CREATE_HTTP_ROUTE,
+                ),
+                (
+                    event_reason::UPDATED_HTTP_ROUTE,
+                    event_reason::FAILED_TO_UPDATE_HTTP_ROUTE,
+                ),
+            )
+            .await?;
+        Ok(Some(route))
+    }
+
+    /// `reconcilePerClusterServeService`: `<cluster>-serve-svc`, the RayService's serve service
+    /// for one cluster, owned by the cluster (so it goes with it). Created once, never updated.
+    async fn sync_cluster_serve_service(&self, cluster: &RayCluster) -> Result<(), RayServiceError> {
+        let cluster_name = cluster.name_any();
+        let mut desired = build_serve_service(
+            cluster,
+            ServeServiceOwner::RayService {
+                name: &self.name,
+                namespace: &self.namespace,
+                custom: self.service.spec.serve_service.as_ref().map(|s| &s.object),
+                service_type: self
+                    .service
+                    .spec
+                    .ray_cluster_config
+                    .head_group_spec
+                    .service_type
+                    .as_deref(),
+            },
+        )?;
+        let name = serve_service_name(&cluster_name);
+        if self.services.get_opt(&name).await?.is_some() {
+            return Ok(());
+        }
+        desired.metadata.name = Some(name.clone());
+        desired.metadata.owner_references = Some(vec![controller_reference(
+            CRD_KIND_RAY_CLUSTER,
+            &cluster_name,
+            cluster.metadata.uid.as_deref(),
+        )]);
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        match self.services.create(&pp, &desired).await {
+            Ok(_) => {
+                self.ctx
+                    .publish(
+                        self.service,
+                        false,
+                        event_reason::CREATED_SERVICE,
+                        action::CREATE,
+                        format!("Created the service {}/{name}", self.namespace),
+                    )
+                    .await;
+                Ok(())
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) => {
+                self.ctx
+                    .publish(
+                        self.service,
+                        true,
+                        event_reason::FAILED_TO_CREATE_SERVICE,
+                        action::CREATE,
+                        format!("Failed to create the service {}/{name}, {e}", self.namespace),
+                    )
+                    .await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Creates `desired` (owned by the RayService) or replaces the stored object's spec when it
+    /// differs; returns the object as it now stands.
+    async fn sync_gateway_api_object<K>(
+        &self,
+        mut desired: K,
+        same: impl Fn(&K, &K) -> bool,
+        merge: impl Fn(K, K) -> K,
+        (kind, created, create_failed): (&str, &'static str, &'static str),
+        (updated, update_failed): (&'static str, &'static str),
+    ) -> Result<K, RayServiceError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + serde::de::DeserializeOwned,
+    {
+        let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
+        let name = desired.meta().name.clone().unwrap_or_default();
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PostParams::default()
+        };
+        let Some(existing) = api.get_opt(&name).await? else {
+            desired.meta_mut().owner_references = Some(vec![controller_reference(
+                CRD_KIND_RAY_SERVICE,
+                &self.name,
+                self.service.metadata.uid.as_deref(),
+            )]);
+            return match api.create(&pp, &desired).await {
+                Ok(stored) => {
+                    let note = format!("Created {kind} for RayService {}/{name}", self.namespace);
+                    self.ctx
+                        .publish(self.service, false, created, action::CREATE, note)
+                        .await;
+                    Ok(stored)
+                }
+                Err(e) => {
+                    let note = format!("Failed to create {kind} for RayService {}/{name}: {e}", self.namespace);
+                    self.ctx
+                        .publish(self.service, true, create_failed, action::CREATE, note)
+                        .await;
+                    Err(e.into())
+                }
+            };
+        };
+        if same(&existing, &desired) {
+            return Ok(existing);
+        }
+        let mut replacement = merge(existing, desired);
+        replacement.meta_mut().managed_fields = None;
+        match api.replace(&name, &pp, &replacement).await {
+            Ok(stored) => {
+                let note = format!("Updated the {kind} {}/{name}", self.namespace);
+                self.ctx
+                    .publish(self.service, false, updated, action::UPDATE, note)
+                    .await;
+                Ok(stored)
+            }
+            Err(e) => {
+                let note = format!("Failed to update the {kind} {}/{name}: {e}", self.namespace);
+                self.ctx
+                    .publish(self.service, true, update_failed, action::UPDATE, note)
+                    .await;
+                Err(e.into())
+            }
+        }
     }
 
     /// Step 13: point `<rs>-head-svc` and the serve service at `cluster`; returns the cluster
@@ -1024,16 +1394,8 @@ impl Pass<'_> {
 
     /// `numServeEndpoints`: distinct ready, not terminating pods the serve service selects (what
     /// its EndpointSlices would list as ready).
-    async fn count_serve_endpoints(&self) -> Result<i32, RayServiceError> {
-        let name = self
-            .service
-            .spec
-            .serve_service
-            .as_ref()
-            .and_then(|s| s.object.metadata.name.clone())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| serve_service_name(&self.name));
-        let Some(serve) = self.services.get_opt(&name).await? else {
+    async fn count_serve_endpoints(&self, name: &str) -> Result<i32, RayServiceError> {
+        let Some(serve) = self.services.get_opt(name).await? else {
             return Ok(0);
         };
         let Some(selector) = serve

@@ -26,6 +26,10 @@ use ray_podgen::hash::rayservice_cluster_hash;
 use ray_podgen::names::check_name;
 use serde::Deserialize;
 
+use super::incremental::{
+    FULL_PERCENT, complete_rollback, incremental_enabled, record_route_weights, rollback_complete, rolling_back,
+    upgrade_complete,
+};
 use crate::conditions::{self, FALSE, TRUE};
 
 /// KubeRay's `ServiceDefaultRequeueDuration`: every pass requeues after 2 s.
@@ -47,7 +51,7 @@ pub mod condition {
     pub const READY: &str = "Ready";
     /// A pending cluster is being prepared next to the active one.
     pub const UPGRADE_IN_PROGRESS: &str = "UpgradeInProgress";
-    /// An incremental upgrade is being rolled back (only ever set `False` here).
+    /// An incremental upgrade is being rolled back (`True` from rollback detection, `False` by suspension).
     pub const ROLLBACK_IN_PROGRESS: &str = "RollbackInProgress";
     /// `spec.suspend` is being carried out.
     pub const SUSPENDING: &str = "Suspending";
@@ -75,6 +79,8 @@ pub mod reason {
     pub const NO_ACTIVE_CLUSTER: &str = "NoActiveCluster";
     /// Validation failed.
     pub const VALIDATION_FAILED: &str = "ValidationFailed";
+    /// The goal spec left the pending cluster's during an incremental upgrade (rollback).
+    pub const DESIRED_CLUSTER_SPEC_CHANGED: &str = "DesiredClusterSpecChanged";
     /// `spec.suspend` became true.
     pub const SUSPEND_REQUESTED: &str = "SuspendRequested";
     /// Owned resources are being deleted.
@@ -122,6 +128,22 @@ pub mod message {
 
 /// Event reasons of the RayService controller.
 pub mod event_reason {
+    /// The incremental-upgrade Gateway was created.
+    pub const CREATED_GATEWAY: &str = "CreatedGateway";
+    /// Creating the Gateway failed.
+    pub const FAILED_TO_CREATE_GATEWAY: &str = "FailedToCreateGateway";
+    /// The Gateway was updated.
+    pub const UPDATED_GATEWAY: &str = "UpdatedGateway";
+    /// Updating the Gateway failed.
+    pub const FAILED_TO_UPDATE_GATEWAY: &str = "FailedToUpdateGateway";
+    /// The incremental-upgrade HTTPRoute was created.
+    pub const CREATED_HTTP_ROUTE: &str = "CreatedHTTPRoute";
+    /// Creating the HTTPRoute failed.
+    pub const FAILED_TO_CREATE_HTTP_ROUTE: &str = "FailedToCreateHTTPRoute";
+    /// The HTTPRoute was updated (new weights).
+    pub const UPDATED_HTTP_ROUTE: &str = "UpdatedHTTPRoute";
+    /// Updating the HTTPRoute failed.
+    pub const FAILED_TO_UPDATE_HTTP_ROUTE: &str = "FailedToUpdateHTTPRoute";
     /// Invalid metadata.
     pub const INVALID_RAY_SERVICE_METADATA: &str = "InvalidRayServiceMetadata";
     /// Invalid spec.
@@ -644,6 +666,17 @@ pub struct StatusInputs<'a> {
     pub new_cluster_name: String,
     /// The time of this pass.
     pub now: Time,
+    /// What the incremental-upgrade steps observed (`None` when not upgrading incrementally).
+    pub incremental: Option<IncrementalInputs>,
+}
+
+/// The incremental-upgrade observations [`calculate_status`] reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IncrementalInputs {
+    /// The HTTPRoute's weights of the active and pending serve services after this pass.
+    pub route_weights: (Option<i32>, Option<i32>),
+    /// Whether the pending cluster's Serve applications are healthy (`None`: no pending cluster).
+    pub pending_healthy: Option<bool>,
 }
 
 /// Why [`calculate_status`] could not finish.
@@ -672,25 +705,65 @@ pub fn calculate_status(
         .pending_service_status
         .get_or_insert_with(Default::default)
         .ray_cluster_status = inputs.pending.and_then(|c| c.status.clone());
+    let incremental = inputs
+        .incremental
+        .as_ref()
+        .filter(|_| incremental_enabled(service, config));
     let mut pending_serving = false;
     if let Some(cluster) = inputs.services_cluster.as_deref()
         && active_name(&status) != Some(cluster)
+        && pending_name(&status) != Some(cluster)
     {
-        if pending_name(&status) != Some(cluster) {
-            return Err(StatusError::ServicesPointElsewhere(cluster.to_owned()));
-        }
-        pending_serving = true;
-        status.active_service_status = status.pending_service_status.take();
-        status.pending_service_status = Some(RayServiceStatus::default());
+        return Err(StatusError::ServicesPointElsewhere(cluster.to_owned()));
     }
-    if should_prepare_new_cluster(service, inputs.active, inputs.pending, pending_serving, config) {
+    if let Some(cluster) = inputs.services_cluster.as_deref() {
+        pending_serving = pending_name(&status) == Some(cluster);
+        let promote = match incremental {
+            // Incremental: promoted once the traffic moved completely (or, fresh, once serving).
+            Some(observed) => {
+                record_route_weights(&mut status, observed.route_weights, &inputs.now);
+                if is_condition_true(&status, condition::UPGRADE_IN_PROGRESS) {
+                    pending_name(&status).is_some() && upgrade_complete(&status)
+                } else {
+                    active_name(&status).is_none() && pending_name(&status).is_some()
+                }
+            }
+            None => active_name(&status) != Some(cluster),
+        };
+        if promote {
+            status.active_service_status = status.pending_service_status.take();
+            status.pending_service_status = Some(RayServiceStatus::default());
+        }
+    }
+    let mut pending_cluster = inputs.pending;
+    let rollback_done = incremental.is_some_and(|observed| {
+        rolling_back(&status) && active_name(&status).is_some() && rollback_complete(&status, observed.pending_healthy)
+    });
+    if rollback_done {
+        status.pending_service_status = Some(RayServiceStatus::default());
+        pending_cluster = None;
+    }
+    if !rolling_back(&status)
+        && should_prepare_new_cluster(service, inputs.active, pending_cluster, pending_serving, config)
+    {
+        let capacity = incremental.map(|_| {
+            if active_name(&status).is_some() {
+                0
+            } else {
+                FULL_PERCENT
+            }
+        });
         status.pending_service_status = Some(RayServiceStatus {
             ray_cluster_name: Some(inputs.new_cluster_name.clone()),
+            target_capacity: capacity,
             ..RayServiceStatus::default()
         });
     }
     status.num_serve_endpoints = Some(inputs.num_serve_endpoints);
     calculate_conditions(&mut status, &inputs.now);
+    if rollback_done {
+        complete_rollback(&mut status, &inputs.now);
+    }
     Ok(status)
 }
 

@@ -639,6 +639,7 @@ fn inputs<'a>(
         num_serve_endpoints: endpoints,
         new_cluster_name: "test-service-new01".into(),
         now: Time(t(0)),
+        incremental: None,
     }
 }
 
