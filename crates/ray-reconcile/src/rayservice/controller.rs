@@ -63,6 +63,14 @@ use crate::rayjob::dashboard::DashboardTarget;
 use crate::rayjob::plan::dashboard_url;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
+/// Create parameters carrying this controller's field manager.
+fn create_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}
+
 /// Field manager of the RayService controller's writes.
 pub const FIELD_MANAGER: &str = "kuberay-operator";
 /// Name the controller's events are reported under.
@@ -721,10 +729,7 @@ impl Pass<'_> {
             ClusterAction::None => {}
             ClusterAction::CreatePending { name } => {
                 let object = self.goal_cluster(&name)?;
-                let pp = PostParams {
-                    field_manager: Some(FIELD_MANAGER.to_owned()),
-                    ..PostParams::default()
-                };
+                let pp = create_params();
                 match self.clusters.create(&pp, &object).await {
                     Ok(created) => {
                         self.ctx
@@ -771,10 +776,7 @@ impl Pass<'_> {
         let name = existing.name_any();
         let goal = self.goal_cluster(&name)?;
         let updated = updated_cluster(&existing, goal);
-        let pp = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
+        let pp = create_params();
         match self.clusters.replace(&name, &pp, &updated).await {
             Ok(stored) => {
                 self.ctx
@@ -1190,10 +1192,7 @@ impl Pass<'_> {
             &cluster_name,
             cluster.metadata.uid.as_deref(),
         )]);
-        let pp = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
+        let pp = create_params();
         match self.services.create(&pp, &desired).await {
             Ok(_) => {
                 self.ctx
@@ -1242,10 +1241,7 @@ impl Pass<'_> {
     {
         let api: Api<K> = Api::namespaced(self.ctx.client.clone(), &self.namespace);
         let name = desired.meta().name.clone().unwrap_or_default();
-        let pp = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
+        let pp = create_params();
         let Some(existing) = api.get_opt(&name).await? else {
             desired.meta_mut().owner_references = Some(vec![controller_reference(
                 CRD_KIND_RAY_SERVICE,
@@ -1320,10 +1316,7 @@ impl Pass<'_> {
     async fn sync_one_service(&self, mut desired: Service) -> Result<(), RayServiceError> {
         let name = desired.metadata.name.clone().unwrap_or_default();
         let existing = self.services.get_opt(&name).await?;
-        let pp = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
+        let pp = create_params();
         desired.metadata.owner_references = Some(vec![controller_reference(
             CRD_KIND_RAY_SERVICE,
             &self.name,
