@@ -1167,21 +1167,7 @@ impl Pass<'_> {
     /// for one cluster, owned by the cluster (so it goes with it). Created once, never updated.
     async fn sync_cluster_serve_service(&self, cluster: &RayCluster) -> Result<(), RayServiceError> {
         let cluster_name = cluster.name_any();
-        let mut desired = build_serve_service(
-            cluster,
-            ServeServiceOwner::RayService {
-                name: &self.name,
-                namespace: &self.namespace,
-                custom: self.service.spec.serve_service.as_ref().map(|s| &s.object),
-                service_type: self
-                    .service
-                    .spec
-                    .ray_cluster_config
-                    .head_group_spec
-                    .service_type
-                    .as_deref(),
-            },
-        )?;
+        let mut desired = build_serve_service(cluster, self.serve_service_owner())?;
         let name = serve_service_name(&cluster_name);
         if self.services.get_opt(&name).await?.is_some() {
             return Ok(());
@@ -1288,25 +1274,28 @@ impl Pass<'_> {
         }
     }
 
+    /// This RayService as the owner of a serve service (its name, namespace, `spec.serveService` and the
+    /// head group's service type).
+    fn serve_service_owner(&self) -> ServeServiceOwner<'_> {
+        ServeServiceOwner::RayService {
+            name: &self.name,
+            namespace: &self.namespace,
+            custom: self.service.spec.serve_service.as_ref().map(|s| &s.object),
+            service_type: self
+                .service
+                .spec
+                .ray_cluster_config
+                .head_group_spec
+                .service_type
+                .as_deref(),
+        }
+    }
+
     /// Step 13: point `<rs>-head-svc` and the serve service at `cluster`; returns the cluster
     /// both select afterwards.
     async fn reconcile_services(&self, cluster: &RayCluster) -> Result<String, RayServiceError> {
         let head = build_rayservice_head_service(&self.name, &self.namespace, cluster, &self.ctx.config.podgen)?;
-        let serve = build_serve_service(
-            cluster,
-            ServeServiceOwner::RayService {
-                name: &self.name,
-                namespace: &self.namespace,
-                custom: self.service.spec.serve_service.as_ref().map(|s| &s.object),
-                service_type: self
-                    .service
-                    .spec
-                    .ray_cluster_config
-                    .head_group_spec
-                    .service_type
-                    .as_deref(),
-            },
-        )?;
+        let serve = build_serve_service(cluster, self.serve_service_owner())?;
         for desired in [head, serve] {
             self.sync_one_service(desired).await?;
         }
