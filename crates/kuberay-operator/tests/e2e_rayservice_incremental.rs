@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,44 @@ fn gateway_api(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicOb
     let resource =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", kind), plural);
     Api::namespaced_with(client.clone(), NS, &resource)
+}
+
+/// kube-sim with the Gateway API CRDs and a hollow Ray head, and the operator started against it: what
+/// both tests begin with.
+struct Upgrade {
+    _operator: Operator,
+    ray: Arc<HollowRay>,
+    client: kube::Client,
+    dir: PathBuf,
+    _sim: kube_sim::SimHandle,
+}
+
+impl Upgrade {
+    async fn start(tag: &str) -> Self {
+        let SimEnv {
+            sim,
+            client,
+            dir,
+            kubeconfig,
+        } = SimEnv::start(tag, kube_sim::SimConfig::default()).await;
+        common::install_extra_crds(
+            &client,
+            &[
+                gateway_api_crd("gateways", "Gateway"),
+                gateway_api_crd("httproutes", "HTTPRoute"),
+            ],
+        )
+        .await;
+        let ray = Arc::new(HollowRay::attach(&sim, HollowRayOptions::default()));
+        let operator = start_operator(&dir, &kubeconfig);
+        Self {
+            _operator: operator,
+            ray,
+            client,
+            dir,
+            _sim: sim,
+        }
+    }
 }
 
 fn start_operator(dir: &Path, kubeconfig: &Path) -> Operator {
@@ -144,22 +182,14 @@ struct Sample {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn incremental_upgrade_moves_traffic_in_steps_then_promotes() {
-    let SimEnv {
-        sim,
-        client,
+    // Locals drop in reverse order: the operator stops before the simulator.
+    let Upgrade {
+        _sim,
         dir,
-        kubeconfig,
-    } = SimEnv::start("rayservice-incremental", kube_sim::SimConfig::default()).await;
-    common::install_extra_crds(
-        &client,
-        &[
-            gateway_api_crd("gateways", "Gateway"),
-            gateway_api_crd("httproutes", "HTTPRoute"),
-        ],
-    )
-    .await;
-    let ray = Arc::new(HollowRay::attach(&sim, HollowRayOptions::default()));
-    let _operator = start_operator(&dir, &kubeconfig);
+        client,
+        ray,
+        _operator,
+    } = Upgrade::start("rayservice-incremental").await;
 
     let rayservices: Api<RayService> = Api::namespaced(client.clone(), NS);
     let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
@@ -431,22 +461,14 @@ async fn set_marker(rayservices: &Api<RayService>, marker: Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn incremental_upgrade_rolls_back_when_the_spec_is_reverted() {
-    let SimEnv {
-        sim,
-        client,
+    // Locals drop in reverse order: the operator stops before the simulator.
+    let Upgrade {
+        _sim,
         dir,
-        kubeconfig,
-    } = SimEnv::start("rayservice-incremental-rollback", kube_sim::SimConfig::default()).await;
-    common::install_extra_crds(
-        &client,
-        &[
-            gateway_api_crd("gateways", "Gateway"),
-            gateway_api_crd("httproutes", "HTTPRoute"),
-        ],
-    )
-    .await;
-    let ray = Arc::new(HollowRay::attach(&sim, HollowRayOptions::default()));
-    let _operator = start_operator(&dir, &kubeconfig);
+        client,
+        ray,
+        _operator,
+    } = Upgrade::start("rayservice-incremental-rollback").await;
     let rayservices: Api<RayService> = Api::namespaced(client.clone(), NS);
     let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
     let routes = gateway_api(&client, "HTTPRoute", "httproutes");
