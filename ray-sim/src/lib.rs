@@ -4,12 +4,13 @@
 //! autoscaler for clusters with `enableInTreeAutoscaling`.
 //!
 //! - [`HollowRayHead`] is one Ray head's state (jobs, serve applications, actors) and its HTTP API
-//!   (spec `job-service.md` §3). It implements [`crate::ProxyBackend`].
+//!   (the dashboard job and serve APIs as KubeRay's RayJob and RayService controllers call them). It implements
+//!   [`kube_sim::ProxyBackend`].
 //! - [`HollowRay`] attaches heads to a running simulator: it watches RayClusters and Ray pods, keeps one
 //!   [`HollowRayHead`] per RayCluster whose head pod is Running (a new head pod starts a fresh head, as a head
 //!   restart without GCS fault tolerance would), tells each head which Ray nodes (Running head and worker pods)
 //!   it has, routes every head Service (`ray.io/node-type=head`) to the head of the cluster its selector points
-//!   at, and registers a [`crate::agents::PodExitHook`] that plays the part of a submitter pod's
+//!   at, and registers a [`kube_sim::agents::PodExitHook`] that plays the part of a submitter pod's
 //!   `ray job submit` / `ray job logs --follow` (see [`submitter`]).
 //! - Actors ([`actors`]) are resource demand as Ray sees it: created and ended through
 //!   `/api/hollow/actors`, placed on a node with room or left pending.
