@@ -1,10 +1,17 @@
-//! A hollow Ray head: the Ray dashboard HTTP API (jobs, serve applications, GCS health) that KubeRay's RayJob
-//! and RayService controllers talk to, served through the simulated service proxy
-//! (`/api/v1/namespaces/{ns}/services/{head-svc}:dashboard/proxy/...`), plus resource demand and a hollow
-//! autoscaler for clusters with `enableInTreeAutoscaling`.
+//! The hollow Ray that plugs into `kube-sim`: a hollow Ray head per RayCluster with the Ray dashboard HTTP API
+//! (jobs, serve applications, GCS health) that KubeRay's RayJob and RayService controllers talk to, served
+//! through the simulated service proxy (`/api/v1/namespaces/{ns}/services/{head-svc}:dashboard/proxy/...`),
+//! plus resource demand and a hollow autoscaler for clusters with `enableInTreeAutoscaling`.
 //!
-//! - [`HollowRayHead`] is one Ray head's state (jobs, serve applications, actors) and its HTTP API
-//!   (the dashboard job and serve APIs as KubeRay's RayJob and RayService controllers call them). It implements
+//! It uses only `kube-sim`'s public extension points: a [`kube_sim::ProxyBackend`] for the head Services, a
+//! [`kube_sim::agents::PodExitHook`] for submitter pods, and the simulator's store (through
+//! [`kube_sim::SimHandle::store`]) to watch RayClusters and Ray pods and to patch RayClusters. The `kube-sim`
+//! command (`src/bin/kube-sim.rs`) lives in this package so that `kube-sim serve` can attach it.
+//!
+//! - [`HollowRayHead`] is one Ray head's state (jobs, serve applications, actors) and its HTTP API: the
+//!   dashboard job API as KubeRay's RayJob controller and submitter pods call it (`/api/jobs/...`), the serve
+//!   API as its RayService controller calls it (`/api/serve/applications/`), `/api/version` and
+//!   `/api/gcs_healthz`, and the serve proxy's `/-/healthz` and `/-/routes`. It implements
 //!   [`kube_sim::ProxyBackend`].
 //! - [`HollowRay`] attaches heads to a running simulator: it watches RayClusters and Ray pods, keeps one
 //!   [`HollowRayHead`] per RayCluster whose head pod is Running (a new head pod starts a fresh head, as a head
@@ -26,6 +33,30 @@
 //!
 //! Node capacities and the autoscaler's decisions come from `ray_api` / `ray_autoscale` (the same logical
 //! resources and planner the rest of the workspace uses); everything else here only speaks JSON.
+//!
+//! # Example
+//!
+//! Attach the hollow Ray to an in-process simulator. Heads come up as RayClusters' head pods start Running
+//! (the watcher retries until the RayCluster CRD is installed, e.g. through [`kube_sim::SimConfig::crd_files`]);
+//! a head can also be driven directly, without a cluster:
+//!
+//! ```
+//! use ray_sim::{HollowRay, HollowRayHead, HollowRayOptions, JobStatus, JobSubmitRequest};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default()).await?;
+//! let ray = HollowRay::attach(&sim, HollowRayOptions::default());
+//! assert!(ray.clusters().is_empty()); // no RayCluster has a Running head pod yet
+//! ray.detach(&sim);
+//!
+//! let head = HollowRayHead::new(HollowRayOptions::default());
+//! let submitted = head.submit_job(JobSubmitRequest { entrypoint: "python job.py".into(), ..Default::default() })?;
+//! let job = head.job(&submitted.submission_id).ok_or("job not found")?;
+//! assert_eq!(job.status, JobStatus::Pending);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod actors;
 pub mod autoscaler;
