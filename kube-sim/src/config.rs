@@ -37,8 +37,8 @@ pub struct AgentConfig {
     pub crash_backoff: Duration,
     /// Longest an agent sleeps without a store change before it re-examines its objects.
     pub resync: Duration,
-    /// Hooks that decide when running pods exit (e.g. a hollow Ray head finishing a submitter Job's pod).
-    /// Clones share the registry, so hooks registered after start through
+    /// Hooks that decide when running pods exit (e.g. a hollow application head finishing the pod of a Job
+    /// that submitted work to it). Clones share the registry, so hooks registered after start through
     /// [`crate::SimHandle::agent_config`] take effect.
     pub pod_hooks: PodHooks,
     /// Run the scheduler.

@@ -19,9 +19,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use kube_sim::ray::{HollowAutoscalerOptions, HollowRay, HollowRayOptions, rayclusters_gvr};
 use kube_sim::{SimConfig, WatchEvent, WatchOptions};
 use ray_api::RayCluster;
+use ray_sim::{HollowAutoscalerOptions, HollowRay, HollowRayOptions, rayclusters_gvr};
 use serde_json::{Value, json};
 
 mod common;

@@ -14,10 +14,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_sim::SimHandle;
-use kube_sim::ray::{HollowRay, HollowRayOptions};
 use ray_api::quantity::Qty;
 use ray_api::{RayCluster, RayJob, RayJobStatus};
 use ray_gang::volcano::PodGroup;
+use ray_sim::{HollowRay, HollowRayOptions};
 use serde_json::{Value, json};
 
 mod common;
@@ -601,7 +601,7 @@ async fn interactive_mode_waits_for_the_job_id() {
     // The user submits a job to the cluster's head and names it in the spec.
     let cluster = status.ray_cluster_name.unwrap();
     let head = env.ray.wait_for_head(NS, &cluster, WAIT).await.unwrap();
-    head.submit_job(kube_sim::ray::JobSubmitRequest {
+    head.submit_job(ray_sim::JobSubmitRequest {
         entrypoint: "python my_script.py".to_owned(),
         submission_id: Some("my-interactive-job".to_owned()),
         ..Default::default()
@@ -705,7 +705,7 @@ async fn deleting_a_running_rayjob_stops_its_ray_job() {
     env.rayjobs().delete(name, &Default::default()).await.unwrap();
     let rayjobs = env.rayjobs();
     wait_for("the RayJob gone", || common::gone(&rayjobs, name)).await;
-    assert_eq!(head.job(&job_id).unwrap().status, kube_sim::ray::JobStatus::Stopped);
+    assert_eq!(head.job(&job_id).unwrap().status, ray_sim::JobStatus::Stopped);
 }
 
 /// clusterSelector: the RayJob runs on an existing RayCluster, creates no cluster and no head service of

@@ -19,8 +19,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
-use kube_sim::ray::{AppStatus, HollowRay, HollowRayOptions};
 use ray_api::{RayCluster, RayService};
+use ray_sim::{AppStatus, HollowRay, HollowRayOptions};
 
 mod common;
 use common::{Operator, SimEnv, free_port};

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::{Operator, SimEnv, free_port};
-use kube_sim::ray::{HollowRay, HollowRayOptions};
+use ray_sim::{HollowRay, HollowRayOptions};
 
 const NS: &str = "default";
 const NAME: &str = "rayservice-incremental-upgrade";

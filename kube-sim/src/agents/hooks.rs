@@ -1,24 +1,25 @@
 //! The extension point through which other simulated parties decide when a running pod's containers exit.
 //!
 //! The hollow kubelet asks the registered hooks about every running pod on each pass, before it looks at the
-//! pod's annotations and the Job default run time. A future hollow Ray head registers a hook that answers
-//! [`PodExit::KeepRunning`] for a RayJob submitter Job's pod until the Ray job it submitted finishes, then
-//! [`PodExit::Exit`] with the submitter's exit code; the Job controller then counts the pod as usual.
+//! pod's annotations and the Job default run time. Another simulated party, such as a hollow application head
+//! that accepts work from a client pod, registers a hook that answers [`PodExit::KeepRunning`] for that client
+//! pod until the work it submitted finishes, then [`PodExit::Exit`] with the client's exit code; the Job
+//! controller then counts the pod as usual. (The `ray-sim` crate's submitter hook is one.)
 //!
 //! ```
 //! use std::sync::Arc;
 //! use kube_sim::agents::{PodExit, PodExitHook, PodHooks};
 //!
 //! #[derive(Debug)]
-//! struct Submitters;
-//! impl PodExitHook for Submitters {
+//! struct Clients;
+//! impl PodExitHook for Clients {
 //!     fn decide(&self, pod: &serde_json::Value) -> Option<PodExit> {
-//!         let is_submitter = pod["metadata"]["labels"]["ray.io/originated-from-crd"] == "RayJob";
-//!         is_submitter.then_some(PodExit::KeepRunning)
+//!         let is_client = pod["metadata"]["labels"]["app.example.com/role"] == "client";
+//!         is_client.then_some(PodExit::KeepRunning)
 //!     }
 //! }
 //! let hooks = PodHooks::default();
-//! hooks.register(Arc::new(Submitters));
+//! hooks.register(Arc::new(Clients));
 //! assert_eq!(hooks.decide(&serde_json::json!({})), None);
 //! ```
 

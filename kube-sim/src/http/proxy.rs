@@ -1,5 +1,5 @@
 //! The service proxy (`/api/v1/namespaces/{ns}/services/{name}[:{port}]/proxy/{path}`), routed to in-process
-//! backends (e.g. a hollow Ray head) registered on the [`crate::SimHandle`].
+//! backends (e.g. a hollow application head from another crate) registered on the [`crate::SimHandle`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -73,7 +73,7 @@ pub enum ProxyTarget {
         /// Service name.
         name: String,
     },
-    /// Every Service whose labels match this selector (e.g. `ray.io/node-type=head`).
+    /// Every Service whose labels match this selector (e.g. `app.kubernetes.io/component=head`).
     Labels(LabelSelector),
 }
 

@@ -122,7 +122,7 @@ fn resource_matches(pattern: &str, resource: &str, subresource: Option<&str>) ->
 /// One webhook of a ValidatingWebhookConfiguration, with the API server's defaults filled in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Webhook {
-    /// `name` (`vraycluster.kb.io`), quoted in denials.
+    /// `name` (e.g. `vpod.example.com`), quoted in denials.
     pub name: String,
     /// Where to call.
     pub endpoint: Endpoint,

@@ -9,9 +9,9 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::HollowRayOptions;
-use super::actors::ActorTable;
-use crate::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyResponse};
+use crate::HollowRayOptions;
+use crate::actors::ActorTable;
+use kube_sim::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyResponse};
 
 /// Default dashboard port (`dashboard`).
 pub const DEFAULT_DASHBOARD_PORT: i64 = 8265;
@@ -329,12 +329,12 @@ struct State {
     serve: Serve,
 }
 
-/// One simulated Ray head (see the [module documentation](super)).
+/// One simulated Ray head (see the [crate documentation](crate)).
 pub struct HollowRayHead {
     options: HollowRayOptions,
     state: Mutex<State>,
-    /// Actors and the Ray nodes they run on (`/api/hollow/...`, see [`super::actors`]).
-    pub(super) actors: Mutex<ActorTable>,
+    /// Actors and the Ray nodes they run on (`/api/hollow/...`, see [`crate::actors`]).
+    pub(crate) actors: Mutex<ActorTable>,
 }
 
 impl std::fmt::Debug for HollowRayHead {
@@ -767,7 +767,7 @@ impl HollowRayHead {
 
 /// Which of the head's servers a proxied request's port addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PortRole {
+pub(crate) enum PortRole {
     /// The dashboard (HTTP API).
     Dashboard,
     /// The serve proxy.
@@ -781,7 +781,7 @@ pub(super) enum PortRole {
 /// Resolves the `{port}` of a proxy URL against the Service: a port name or number; empty means the first port.
 /// The dashboard is the Service port named `dashboard` (8265 when there is none), the serve proxy the one named
 /// `serve` (8000).
-pub(super) fn port_role(service: &Value, port: &str) -> PortRole {
+pub(crate) fn port_role(service: &Value, port: &str) -> PortRole {
     let ports: Vec<&Value> = service["spec"]["ports"]
         .as_array()
         .map(|p| p.iter().collect())
@@ -812,7 +812,7 @@ pub(super) fn port_role(service: &Value, port: &str) -> PortRole {
 }
 
 /// What the API server's proxy answers when nothing listens on the port (HTTP 502).
-pub(super) fn refused(request: &ProxyRequest) -> ProxyResponse {
+pub(crate) fn refused(request: &ProxyRequest) -> ProxyResponse {
     text(
         StatusCode::BAD_GATEWAY,
         &format!(
@@ -823,7 +823,7 @@ pub(super) fn refused(request: &ProxyRequest) -> ProxyResponse {
 }
 
 /// A plain-text response.
-pub(super) fn text(status: StatusCode, body: &str) -> ProxyResponse {
+pub(crate) fn text(status: StatusCode, body: &str) -> ProxyResponse {
     ProxyResponse {
         status,
         content_type: "text/plain; charset=utf-8".into(),

@@ -9,15 +9,15 @@ use http::StatusCode;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::actors::RayNode;
-use super::autoscaler::{self, HollowAutoscalerOptions, ScaleEvent, ScaleLog};
-use super::head::{HollowRayHead, text};
-use super::submitter::SubmitterHook;
-use crate::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyTarget};
-use crate::kinds::Gvr;
-use crate::select::{LabelRequirement, LabelSelector};
-use crate::server::SimHandle;
-use crate::store::{ListOptions, Store, WatchEvent, WatchOptions};
+use crate::actors::RayNode;
+use crate::autoscaler::{self, HollowAutoscalerOptions, ScaleEvent, ScaleLog};
+use crate::head::{HollowRayHead, text};
+use crate::submitter::SubmitterHook;
+use kube_sim::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyTarget};
+use kube_sim::kinds::Gvr;
+use kube_sim::select::{LabelRequirement, LabelSelector};
+use kube_sim::server::SimHandle;
+use kube_sim::store::{ListOptions, Store, WatchEvent, WatchOptions};
 
 /// Label naming a Ray pod's / Service's RayCluster.
 pub const CLUSTER_LABEL: &str = "ray.io/cluster";
@@ -62,8 +62,8 @@ struct Active {
     head: Arc<HollowRayHead>,
 }
 
-pub(super) struct Shared {
-    pub(super) store: Store,
+pub(crate) struct Shared {
+    pub(crate) store: Store,
     options: HollowRayOptions,
     /// (namespace, cluster) → its live head.
     heads: Mutex<HashMap<(String, String), Active>>,
@@ -71,7 +71,7 @@ pub(super) struct Shared {
 
 impl Shared {
     /// The live head of a cluster.
-    pub(super) fn head(&self, namespace: &str, cluster: &str) -> Option<Arc<HollowRayHead>> {
+    pub(crate) fn head(&self, namespace: &str, cluster: &str) -> Option<Arc<HollowRayHead>> {
         self.heads
             .lock()
             .get(&(namespace.to_string(), cluster.to_string()))
@@ -79,7 +79,7 @@ impl Shared {
     }
 
     /// The head a Service routes to: the cluster its selector (else its labels) names with `ray.io/cluster`.
-    pub(super) fn head_for_service(&self, namespace: &str, service: &Value) -> Option<Arc<HollowRayHead>> {
+    pub(crate) fn head_for_service(&self, namespace: &str, service: &Value) -> Option<Arc<HollowRayHead>> {
         let cluster = service["spec"]["selector"][CLUSTER_LABEL]
             .as_str()
             .or_else(|| service["metadata"]["labels"][CLUSTER_LABEL].as_str())?;
@@ -115,7 +115,7 @@ impl Shared {
     }
 
     /// `(namespace, cluster)` of every live head, sorted.
-    pub(super) fn live_clusters(&self) -> Vec<(String, String)> {
+    pub(crate) fn live_clusters(&self) -> Vec<(String, String)> {
         let mut v: Vec<_> = self.heads.lock().keys().cloned().collect();
         v.sort();
         v
@@ -189,7 +189,7 @@ impl Shared {
         };
         let pods = self
             .store
-            .list(&crate::kinds::Gvr::pods(), Some(namespace), &opts)
+            .list(&kube_sim::kinds::Gvr::pods(), Some(namespace), &opts)
             .ok()?;
         pods.items
             .iter()
@@ -246,7 +246,7 @@ impl ProxyBackend for Dispatcher {
     }
 }
 
-/// Hollow Ray heads attached to a simulator (see the [module documentation](super)). Dropping it stops the
+/// Hollow Ray heads attached to a simulator (see the [crate documentation](crate)). Dropping it stops the
 /// watcher; the proxy route and pod hook it registered then answer 503 / leave pods to the default rules.
 pub struct HollowRay {
     shared: Arc<Shared>,
@@ -268,8 +268,8 @@ impl std::fmt::Debug for HollowRay {
 
 impl HollowRay {
     /// Attaches hollow Ray heads to a running simulator: registers a service-proxy backend for every Service
-    /// labelled `ray.io/node-type=head`, a submitter [`crate::agents::PodExitHook`] in the simulator's
-    /// [`crate::AgentConfig::pod_hooks`], spawns the task that watches RayClusters and Ray pods (it retries
+    /// labelled `ray.io/node-type=head`, a submitter [`kube_sim::agents::PodExitHook`] in the simulator's
+    /// [`kube_sim::AgentConfig::pod_hooks`], spawns the task that watches RayClusters and Ray pods (it retries
     /// until the RayCluster CRD is installed) and, unless disabled, the hollow autoscaler's loop. Must be called
     /// inside a tokio runtime.
     pub fn attach(handle: &SimHandle, options: HollowRayOptions) -> Self {
@@ -287,7 +287,7 @@ impl HollowRay {
             .register(Arc::new(SubmitterHook::new(Arc::downgrade(&shared))));
         let task = tokio::spawn(run(shared.clone()));
         // SidecarMode submitters; the task ends by itself once the manager is dropped (it holds it weakly).
-        tokio::spawn(super::submitter::run_sidecars(Arc::downgrade(&shared)));
+        tokio::spawn(crate::submitter::run_sidecars(Arc::downgrade(&shared)));
         let scale_log = Arc::new(ScaleLog::default());
         let autoscaler_task = autoscaler_options.enabled.then(|| {
             tokio::spawn(autoscaler::run(
@@ -306,7 +306,7 @@ impl HollowRay {
     }
 
     /// The scale requests the hollow autoscaler patched into a RayCluster, oldest first (the last
-    /// [`super::autoscaler::SCALE_EVENT_HISTORY`] of all clusters are kept).
+    /// [`crate::autoscaler::SCALE_EVENT_HISTORY`] of all clusters are kept).
     pub fn scale_events(&self, namespace: &str, cluster: &str) -> Vec<ScaleEvent> {
         self.scale_log.of(namespace, cluster)
     }
@@ -360,7 +360,7 @@ fn ray_pod_selector() -> LabelSelector {
 }
 
 /// Waits for the next event of an optional watch (forever when there is none).
-async fn next_opt(w: &mut Option<crate::store::WatchReceiver>) -> Option<WatchEvent> {
+async fn next_opt(w: &mut Option<kube_sim::store::WatchReceiver>) -> Option<WatchEvent> {
     match w {
         Some(w) => w.next().await,
         None => std::future::pending().await,

@@ -12,8 +12,8 @@ use ray_autoscale::planner::ResourceSet;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::head::{HollowRayHead, text};
-use crate::http::proxy::ProxyResponse;
+use crate::head::{HollowRayHead, text};
+use kube_sim::http::proxy::ProxyResponse;
 
 /// What an actor requests when the request names no resources: Ray schedules an actor with 1 CPU by default.
 pub const DEFAULT_ACTOR_CPU: f64 = 1.0;
@@ -108,7 +108,7 @@ struct Actor {
 
 /// The actors of one head and the nodes they can be placed on.
 #[derive(Default)]
-pub(super) struct ActorTable {
+pub(crate) struct ActorTable {
     /// Live actors in creation order (Ray schedules pending ones in that order).
     actors: Vec<Actor>,
     /// Ray nodes: head first, then workers by name.
@@ -123,7 +123,7 @@ fn to_map(set: &ResourceSet) -> BTreeMap<String, f64> {
 impl ActorTable {
     /// Replaces the node list (nodes that left drop their actors back to pending, as Ray would restart them)
     /// and places pending actors.
-    pub(super) fn set_nodes(&mut self, mut nodes: Vec<RayNode>) {
+    pub(crate) fn set_nodes(&mut self, mut nodes: Vec<RayNode>) {
         nodes.sort_by(|a, b| b.is_head.cmp(&a.is_head).then_with(|| a.name.cmp(&b.name)));
         for actor in &mut self.actors {
             if actor
@@ -139,7 +139,7 @@ impl ActorTable {
     }
 
     /// Creates an actor and places it if some node has room.
-    pub(super) fn create(&mut self, request: ActorRequest) -> Result<ActorInfo, ActorError> {
+    pub(crate) fn create(&mut self, request: ActorRequest) -> Result<ActorInfo, ActorError> {
         self.next_id += 1;
         let id = format!("{:016x}", self.next_id);
         let name = request
@@ -171,7 +171,7 @@ impl ActorTable {
     }
 
     /// Ends an actor (`ray.kill`), freeing its resources; pending actors may then be placed.
-    pub(super) fn kill(&mut self, name: &str) -> Result<(), ActorError> {
+    pub(crate) fn kill(&mut self, name: &str) -> Result<(), ActorError> {
         let idx = self
             .actors
             .iter()
@@ -183,17 +183,17 @@ impl ActorTable {
     }
 
     /// One actor.
-    pub(super) fn get(&self, name: &str) -> Option<ActorInfo> {
+    pub(crate) fn get(&self, name: &str) -> Option<ActorInfo> {
         self.actors.iter().find(|a| a.name == name).map(info)
     }
 
     /// Every live actor, in creation order.
-    pub(super) fn list(&self) -> Vec<ActorInfo> {
+    pub(crate) fn list(&self) -> Vec<ActorInfo> {
         self.actors.iter().map(info).collect()
     }
 
     /// The resource requests of the actors no node has room for (the autoscaler's demand).
-    pub(super) fn pending_demands(&self) -> Vec<ResourceSet> {
+    pub(crate) fn pending_demands(&self) -> Vec<ResourceSet> {
         self.actors
             .iter()
             .filter(|a| a.node.is_none())
@@ -202,7 +202,7 @@ impl ActorTable {
     }
 
     /// What the actors on `node` hold (empty for an unknown or idle node).
-    pub(super) fn used(&self, node: &str) -> ResourceSet {
+    pub(crate) fn used(&self, node: &str) -> ResourceSet {
         let mut used = ResourceSet::new();
         for a in self.actors.iter().filter(|a| a.node.as_deref() == Some(node)) {
             used.add(&a.resources);
@@ -211,12 +211,12 @@ impl ActorTable {
     }
 
     /// Whether some actor runs on `node` (a Ray node with an actor is not idle).
-    pub(super) fn busy(&self, node: &str) -> bool {
+    pub(crate) fn busy(&self, node: &str) -> bool {
         self.actors.iter().any(|a| a.node.as_deref() == Some(node))
     }
 
     /// The nodes with their usage.
-    pub(super) fn nodes(&self) -> Vec<NodeInfo> {
+    pub(crate) fn nodes(&self) -> Vec<NodeInfo> {
         self.nodes
             .iter()
             .map(|n| NodeInfo {
@@ -296,14 +296,14 @@ impl HollowRayHead {
         self.actors.lock().busy(node)
     }
 
-    /// Tells the head which Ray nodes are up (kept current by [`super::HollowRay`] from the cluster's pods);
+    /// Tells the head which Ray nodes are up (kept current by [`crate::HollowRay`] from the cluster's pods);
     /// pending actors are placed on nodes with room, actors of departed nodes become pending.
     pub fn set_ray_nodes(&self, nodes: Vec<RayNode>) {
         self.actors.lock().set_nodes(nodes);
     }
 
     /// Answers `/api/hollow/<rest>`.
-    pub(super) fn handle_hollow(&self, method: &Method, rest: &[&str], body: &[u8]) -> ProxyResponse {
+    pub(crate) fn handle_hollow(&self, method: &Method, rest: &[&str], body: &[u8]) -> ProxyResponse {
         let result: Result<ProxyResponse, ActorError> = match (method.clone(), rest) {
             (Method::GET, ["actors"]) => Ok(ProxyResponse::json(&json!(self.actors()))),
             (Method::POST, ["actors"]) => serde_json::from_slice::<ActorRequest>(body)
@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn http_api_creates_lists_and_ends_actors() {
-        let head = HollowRayHead::new(crate::ray::HollowRayOptions::default());
+        let head = HollowRayHead::new(crate::HollowRayOptions::default());
         head.set_ray_nodes(vec![node("h", true, 0.0), node("w1", false, 1.0)]);
         let call = |method: Method, path: &str, body: &str| {
             let r = head.handle_dashboard(&method, path, body.as_bytes());

@@ -1,4 +1,4 @@
-//! The hollow Ray head (`kube_sim::ray`) driven through the simulated service proxy with the real kube client:
+//! The hollow Ray head (`ray_sim`) driven through the simulated service proxy with the real kube client:
 //! the job API, the serve API, head lifecycle, and a KubeRay-style submitter Job whose pod ends with its job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,8 +10,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Api;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
-use kube_sim::ray::{HollowRay, HollowRayOptions};
 use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
+use ray_sim::{HollowRay, HollowRayOptions};
 use serde_json::{Value, json};
 
 /// Upper bound for any single wait in these tests.
@@ -392,13 +392,14 @@ async fn serve_applications_reach_running() {
 
     // Test control: pin an application unhealthy.
     let head = ray.head("default", "rc").unwrap();
-    assert!(head.force_app_status("fruit_app", kube_sim::ray::AppStatus::Unhealthy, "replica died"));
+    assert!(head.force_app_status("fruit_app", ray_sim::AppStatus::Unhealthy, "replica died"));
     let d = call_json(&sim, "GET", sp, "/api/serve/applications/", None).await;
     assert_eq!(d["applications"]["fruit_app"]["status"], "UNHEALTHY");
     assert_eq!(d["applications"]["fruit_app"]["message"], "replica died");
 }
 
-/// KubeRay's K8sJobMode submitter script for `address` and `id` (spec §1.8), around `entrypoint`.
+/// KubeRay's K8sJobMode submitter script (the shell script its RayJob controller gives the submitter Job's
+/// container) for `address` and `id`, around `entrypoint`.
 fn submitter_script(address: &str, id: &str, entrypoint: &str) -> String {
     let health = format!(
         "python -c \"import urllib.request; r=urllib.request.urlopen('{address}/api/gcs_healthz', timeout=10); exit(0 if b'success' in r.read() else 1)\""
@@ -468,7 +469,7 @@ async fn submitter_pod_ends_with_its_ray_job() {
     assert_eq!(wait_job_condition(&jobs, "rayjob-ok").await, "Complete");
     let head = ray.head("default", "rc").unwrap();
     let info = head.job("rayjob-ok-x1").expect("the submitter submitted its job");
-    assert_eq!(info.status, kube_sim::ray::JobStatus::Succeeded);
+    assert_eq!(info.status, ray_sim::JobStatus::Succeeded);
     assert_eq!(info.entrypoint, "python /home/ray/samples/sample_code.py");
     assert_eq!(info.runtime_env, json!({"pip": ["requests"]}));
 
@@ -480,7 +481,7 @@ async fn submitter_pod_ends_with_its_ray_job() {
         .unwrap();
     assert_eq!(wait_job_condition(&jobs, "rayjob-bad").await, "Complete");
     let info = head.job("rayjob-bad-x2").unwrap();
-    assert_eq!(info.status, kube_sim::ray::JobStatus::Failed);
+    assert_eq!(info.status, ray_sim::JobStatus::Failed);
     let pods = Api::<Pod>::default_namespaced(sim.client())
         .list(&kube::api::ListParams::default().labels("job-name=rayjob-bad"))
         .await

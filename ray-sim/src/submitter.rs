@@ -2,9 +2,9 @@
 //! `ray job logs --follow`.
 //!
 //! A pod is a submitter when one of its containers runs `ray job submit`, either as argv
-//! (`["ray", "job", "submit", ...]`) or inside a shell string (KubeRay's `/bin/bash -ce -- "<script>"`, spec
-//! §1.8). [`parse_pod`] reads the `--address`, `--submission-id` and the other flags and the entrypoint after
-//! `--`. While the pod runs, the hook:
+//! (`["ray", "job", "submit", ...]`) or inside a shell string (the `/bin/bash -ce -- "<script>"` KubeRay's
+//! RayJob controller gives a K8sJobMode submitter). [`parse_pod`] reads the `--address`, `--submission-id` and
+//! the other flags and the entrypoint after `--`. While the pod runs, the hook:
 //! 1. keeps it running while the address does not lead to a live hollow head (the script's wait loop on
 //!    `/api/gcs_healthz`);
 //! 2. submits the job to that head unless a job with that submission id exists (the script's
@@ -17,7 +17,8 @@
 //! Addresses of the form `http://<svc>.<ns>.svc.<domain>:<port>` (or `<svc>.<ns>...`, or a bare `<svc>` in the
 //! pod's namespace) are resolved through the Service's selector to its cluster's head; Ray's own pods (labelled
 //! `ray.io/node-type`) are left alone by the hook. SidecarMode submitters — a container of the head pod that
-//! submits to the loopback address — are played by [`run_sidecars`] instead, container by container.
+//! submits to the loopback address — are played instead by a task [`crate::HollowRay::attach`] spawns,
+//! container by container.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -26,12 +27,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::head::{HollowRayHead, JobStatus, JobSubmitRequest};
-use super::manager::{CLUSTER_LABEL, NODE_TYPE_LABEL, Shared};
-use crate::agents::{PodExit, PodExitHook};
-use crate::kinds::Gvr;
-use crate::select::{LabelRequirement, LabelSelector};
-use crate::store::{ListOptions, PatchKind};
+use crate::head::{HollowRayHead, JobStatus, JobSubmitRequest};
+use crate::manager::{CLUSTER_LABEL, NODE_TYPE_LABEL, Shared};
+use kube_sim::agents::{PodExit, PodExitHook};
+use kube_sim::kinds::Gvr;
+use kube_sim::select::{LabelRequirement, LabelSelector};
+use kube_sim::store::{ListOptions, PatchKind};
 
 /// What a submitter pod's `ray job submit` asks for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -310,7 +311,7 @@ struct Tracked {
     submitted: Option<(Weak<HollowRayHead>, String)>,
 }
 
-/// The [`PodExitHook`] for submitter pods, registered by [`super::HollowRay::attach`].
+/// The [`PodExitHook`] for submitter pods, registered by [`crate::HollowRay::attach`].
 #[derive(Debug)]
 pub struct SubmitterHook {
     shared: Weak<Shared>,
@@ -318,7 +319,7 @@ pub struct SubmitterHook {
 }
 
 impl SubmitterHook {
-    pub(super) fn new(shared: Weak<Shared>) -> Self {
+    pub(crate) fn new(shared: Weak<Shared>) -> Self {
         Self {
             shared,
             pods: Mutex::new(HashMap::new()),
@@ -414,8 +415,8 @@ struct Sidecar {
 /// `ray job submit` addresses the head itself (`127.0.0.1` / `localhost`). It submits the job to the pod's
 /// head (unless the submission id exists), and once the job is terminal marks that container — only that
 /// one; the head pod keeps running — `terminated` with the CLI's exit code (a waiting `ray job submit`
-/// exits 1 when the job failed). Runs until the [`super::HollowRay`] is dropped.
-pub(super) async fn run_sidecars(shared: Weak<Shared>) {
+/// exits 1 when the job failed). Runs until the [`crate::HollowRay`] is dropped.
+pub(crate) async fn run_sidecars(shared: Weak<Shared>) {
     let mut playing: HashMap<(String, String), Sidecar> = HashMap::new();
     loop {
         tokio::time::sleep(SIDECAR_POLL).await;
@@ -500,8 +501,8 @@ fn drive_sidecars(shared: &Shared, playing: &mut HashMap<(String, String), Sidec
 }
 
 /// Writes `container` of `pod` as terminated with `code` (the other containers keep their status).
-fn mark_terminated(shared: &Shared, pod: &crate::store::StoredObject, container: &str, code: i32) {
-    let now = crate::store::now_rfc3339();
+fn mark_terminated(shared: &Shared, pod: &kube_sim::store::StoredObject, container: &str, code: i32) {
+    let now = kube_sim::store::now_rfc3339();
     let mut statuses: Vec<Value> = pod.value["status"]["containerStatuses"]
         .as_array()
         .cloned()
@@ -551,7 +552,7 @@ mod tests {
         assert_eq!(cmd.request.metadata.as_ref().unwrap()["owner"], "me");
         assert_eq!(cmd.request.entrypoint_num_cpus, Some(1.0));
         assert_eq!(cmd.request.entrypoint_resources.as_ref().unwrap()["custom"], 1.0);
-        assert_eq!(super::super::head::entrypoint_exit_code(&cmd.request.entrypoint), 3);
+        assert_eq!(crate::head::entrypoint_exit_code(&cmd.request.entrypoint), 3);
         assert!(cmd.no_wait && cmd.follows_logs);
         // `ray job logs --follow` exits 0 even when the job failed; only an unknown job is an error.
         assert_eq!(cmd.exit_code(Some(JobStatus::Failed)), Some(0));

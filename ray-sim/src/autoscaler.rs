@@ -29,15 +29,15 @@ use ray_autoscale::planner::{Plan, PlannerInput, WorkerPod, WorkerState};
 use ray_autoscale::{IdleTracker, LogicalResourceError, plan, planner_input};
 use serde_json::{Value, json};
 
-use super::manager::{CLUSTER_LABEL, NODE_TYPE_LABEL, Shared, rayclusters_gvr};
-use crate::error::ApiError;
-use crate::kinds::Gvr;
-use crate::select::{LabelRequirement, LabelSelector};
-use crate::store::{ListOptions, PatchKind};
+use crate::manager::{CLUSTER_LABEL, NODE_TYPE_LABEL, Shared, rayclusters_gvr};
+use kube_sim::error::ApiError;
+use kube_sim::kinds::Gvr;
+use kube_sim::select::{LabelRequirement, LabelSelector};
+use kube_sim::store::{ListOptions, PatchKind};
 
 /// Ray's autoscaler iteration period (`AUTOSCALER_UPDATE_INTERVAL_S`, 5 s).
 pub const DEFAULT_AUTOSCALER_INTERVAL: Duration = Duration::from_secs(5);
-/// How many [`ScaleEvent`]s [`super::HollowRay::scale_events`] keeps (oldest dropped first).
+/// How many [`ScaleEvent`]s [`crate::HollowRay::scale_events`] keeps (oldest dropped first).
 pub const SCALE_EVENT_HISTORY: usize = 1000;
 /// `ray.io/node-type` of a head pod.
 const HEAD_NODE_TYPE: &str = "head";
@@ -144,7 +144,7 @@ pub enum AutoscalerError {
 
 /// What the autoscaler of one cluster remembers between iterations.
 #[derive(Debug, Default)]
-pub(super) struct ClusterState {
+pub(crate) struct ClusterState {
     /// The head pod it runs in (a new head pod is a new autoscaler).
     head_uid: String,
     /// Idle-since instants of the cluster's Ray nodes.
@@ -153,7 +153,7 @@ pub(super) struct ClusterState {
 
 /// Scale events of every cluster, newest last.
 #[derive(Debug, Default)]
-pub(super) struct ScaleLog(Mutex<VecDeque<ScaleEvent>>);
+pub(crate) struct ScaleLog(Mutex<VecDeque<ScaleEvent>>);
 
 impl ScaleLog {
     fn push(&self, event: ScaleEvent) {
@@ -165,7 +165,7 @@ impl ScaleLog {
     }
 
     /// The events of one cluster, oldest first.
-    pub(super) fn of(&self, namespace: &str, cluster: &str) -> Vec<ScaleEvent> {
+    pub(crate) fn of(&self, namespace: &str, cluster: &str) -> Vec<ScaleEvent> {
         self.0
             .lock()
             .iter()
@@ -232,7 +232,10 @@ pub fn scale_patch(cluster: &Value, input: &PlannerInput, plan: &Plan) -> Vec<Va
 
 /// Runs one autoscaler iteration for a cluster at `now`; returns the scale events it patched (empty when
 /// nothing changed, or when the cluster has no Running head pod with the sidecar, or no live hollow head).
-pub(super) fn iterate(
+// `AutoscalerError::Api` carries kube-sim's `ApiError` (a whole Kubernetes `Status`) by value; an iteration
+// fails rarely, so its size is not worth boxing.
+#[allow(clippy::result_large_err)]
+pub(crate) fn iterate(
     shared: &Shared,
     namespace: &str,
     cluster: &str,
@@ -363,9 +366,9 @@ pub(super) fn iterate(
     Ok(events)
 }
 
-/// The autoscaler loop of a [`super::HollowRay`]: one iteration per live head every interval, until the
+/// The autoscaler loop of a [`crate::HollowRay`]: one iteration per live head every interval, until the
 /// manager is dropped.
-pub(super) async fn run(shared: Weak<Shared>, log: Arc<ScaleLog>, options: HollowAutoscalerOptions) {
+pub(crate) async fn run(shared: Weak<Shared>, log: Arc<ScaleLog>, options: HollowAutoscalerOptions) {
     let mut states: HashMap<(String, String), ClusterState> = HashMap::new();
     let mut ticker = tokio::time::interval(options.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -478,13 +481,13 @@ mod tests {
     /// is scaled, and a worker goes only once idle for longer than `idleTimeoutSeconds` on the injected clock.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn loop_scales_only_sidecar_clusters_on_the_injected_clock() {
-        use crate::ray::{ActorRequest, HollowRay, HollowRayOptions};
+        use crate::{ActorRequest, HollowRay, HollowRayOptions};
         use std::sync::atomic::{AtomicU64, Ordering};
 
         let crd = kuberay_reference::crd_path("ray.io_rayclusters.yaml");
-        let sim = crate::SimServer::start(crate::SimConfig {
+        let sim = kube_sim::SimServer::start(kube_sim::SimConfig {
             crd_files: vec![crd],
-            ..crate::SimConfig::default()
+            ..kube_sim::SimConfig::default()
         })
         .await
         .unwrap();
@@ -572,7 +575,7 @@ mod tests {
         assert_eq!(group("auto")["replicas"], 0);
         // Gone: the list is cleared.
         store
-            .delete(&Gvr::pods(), ns, "auto-w1", &crate::store::DeleteOptions::default())
+            .delete(&Gvr::pods(), ns, "auto-w1", &kube_sim::store::DeleteOptions::default())
             .unwrap();
         until("list cleared", &|| {
             group("auto")["scaleStrategy"]["workersToDelete"] == json!([])

@@ -1,4 +1,9 @@
-//! `kube-sim serve`: runs the simulated API server until SIGINT / SIGTERM.
+//! The `kube-sim` command. `kube-sim serve` runs the simulated API server, with the hollow Ray attached
+//! unless `--no-hollow-ray`, until SIGINT / SIGTERM; `kube-sim bench` runs the scale benchmark against a
+//! `kube-sim serve` child.
+//!
+//! It lives in the `ray-sim` package rather than in `kube-sim` because it attaches the hollow Ray, which
+//! depends on `kube-sim`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,9 +11,13 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use kube_sim::{AgentConfig, FaultConfig, SimConfig, SimServer};
+use ray_sim::{HollowRay, HollowRayOptions};
 
 #[derive(Parser)]
-#[command(name = "kube-sim", about = "A simulated Kubernetes API server with hollow agents")]
+#[command(
+    name = "kube-sim",
+    about = "A simulated Kubernetes API server with hollow agents and a hollow Ray"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -76,6 +85,9 @@ struct ServeArgs {
     /// Serve the API only: no hollow nodes, scheduler, kubelet or Job controller.
     #[arg(long)]
     no_agents: bool,
+    /// Do not attach the hollow Ray (Ray heads behind head Services, submitter pods, hollow autoscaler).
+    #[arg(long)]
+    no_hollow_ray: bool,
 }
 
 #[tokio::main]
@@ -109,6 +121,7 @@ async fn main() -> anyhow::Result<()> {
         ..SimConfig::default()
     };
     let handle = SimServer::start(config).await.context("starting kube-sim")?;
+    let hollow_ray = (!args.no_hollow_ray).then(|| HollowRay::attach(&handle, HollowRayOptions::default()));
     handle
         .write_kubeconfig(&args.kubeconfig)
         .with_context(|| format!("writing {}", args.kubeconfig.display()))?;
@@ -123,6 +136,7 @@ async fn main() -> anyhow::Result<()> {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
+    drop(hollow_ray);
     drop(handle);
     eprintln!("kube-sim stopped");
     Ok(())
@@ -136,8 +150,9 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = dir.join("kubeconfig");
     let mut command = std::process::Command::new(std::env::current_exe()?);
+    // The benchmark measures the API server and its agents; the hollow Ray would only add its watches.
     command
-        .args(["serve", "--kubeconfig"])
+        .args(["serve", "--no-hollow-ray", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--nodes", &args.nodes.to_string()]);
     if args.no_agents {
