@@ -97,10 +97,10 @@ pub use error::PodGenError;
 pub use pod::{PodGenerator, WorkerPodTemplate, WorkerReplica, build_head_pod, build_worker_pod};
 
 #[cfg(test)]
+mod pod_tests;
+#[cfg(test)]
+mod service_tests;
+#[cfg(test)]
 mod test_fixtures;
 #[cfg(test)]
-mod tests_pod;
-#[cfg(test)]
-mod tests_service;
-#[cfg(test)]
-mod tests_tls;
+mod tls_tests;
