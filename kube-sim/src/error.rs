@@ -1,4 +1,4 @@
-//! Kubernetes `Status` errors with the exact `reason` strings kube-client classifies by (spec §2.2).
+//! Kubernetes `Status` errors with the exact `reason` strings kube-client classifies by.
 
 use serde_json::{Map, Value, json};
 

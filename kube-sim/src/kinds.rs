@@ -1,4 +1,5 @@
-//! The resource registry: which group/version/resources exist and how each behaves (spec §3.5, §3.7, §3.13).
+//! The resource registry: which group/version/resources exist and how each behaves (scope, subresources,
+//! generation, name rule, discovery).
 
 use std::fmt;
 
@@ -85,7 +86,7 @@ impl fmt::Display for Gvr {
     }
 }
 
-/// When `metadata.generation` is maintained and what bumps it (spec §3.7).
+/// When `metadata.generation` is maintained and what bumps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GenerationRule {
     /// No generation at all (ConfigMap, Service, ...).
@@ -98,7 +99,7 @@ pub enum GenerationRule {
     AllButMetadata,
 }
 
-/// Object name rule per kind (spec §3.3).
+/// Object name rule per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameRule {
     /// DNS-1123 subdomain (≤253).

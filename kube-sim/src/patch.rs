@@ -1,5 +1,5 @@
 //! Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902, with Kubernetes' null-`test` quirk) and
-//! strategic merge patch for built-in kinds (spec §3.6).
+//! strategic merge patch for built-in kinds (merge keys of the core kinds, `$patch` directives).
 
 use serde_json::{Map, Value};
 

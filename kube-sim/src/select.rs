@@ -1,4 +1,4 @@
-//! Label and field selectors (spec §3.10).
+//! Label and field selectors: Kubernetes' selector grammar and the field selectors each kind supports.
 
 use serde_json::Value;
 

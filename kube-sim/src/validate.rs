@@ -1,4 +1,4 @@
-//! Name and metadata validation (spec §3.3).
+//! Name and metadata validation with the API server's rules and messages.
 
 use serde_json::Value;
 

@@ -1,5 +1,5 @@
-//! Fidelity tests of spec §5.2 that need the hollow agents (F28, F37, F39-F42, F48) plus the Volcano queue
-//! walkthrough of the mission guide, each against its own in-process kube-sim driven by the real kube 5 client.
+//! Fidelity tests that need the hollow agents (F28, F37, F39-F42, F48) plus the Volcano queue walkthrough of
+//! docs/gang-scheduling.md, each against its own in-process kube-sim driven by the real kube 5 client.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;

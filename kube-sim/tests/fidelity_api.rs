@@ -1,5 +1,5 @@
-//! Fidelity tests F01-F25 of `spec/kube-sim.md` §5.2: each starts its own in-process kube-sim and drives it with
-//! the real kube 5 client.
+//! Fidelity tests F01-F25 (docs/kube-sim.md#how-its-fidelity-is-tested): each starts its own in-process kube-sim
+//! and drives it with the real kube 5 client.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fmt::Debug;

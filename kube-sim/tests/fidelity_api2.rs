@@ -1,4 +1,5 @@
-//! Fidelity tests F26, F27, F29–F36, F38, F43–F47, F49, F50 of spec §5.2, run with the real kube 5 client.
+//! Fidelity tests F26, F27, F29–F36, F38, F43–F47, F49, F50 (docs/kube-sim.md#how-its-fidelity-is-tested), run
+//! with the real kube 5 client.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;

@@ -286,7 +286,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     // One RayCluster watch for all three controllers: the RayCluster controller's, whose changes reach the
     // RayJob and RayService controllers through this feed.
     let cluster_feed = ray_reconcile::cluster_feed::ClusterFeed::new();
-    // The mTLS controller runs only with the gate on and cert-manager discovered (reconcile spec §7); it
+    // The mTLS controller runs only with the gate on and cert-manager discovered (docs/operator.md); it
     // gets TLS clusters and their pod IPs from the RayCluster controller's watches.
     let mtls_feed =
         (reconcile.gates.ray_cluster_mtls && reconcile.cert_manager_available).then(ray_reconcile::mtls::MtlsFeed::new);

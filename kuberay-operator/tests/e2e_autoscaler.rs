@@ -2,7 +2,7 @@
 //! kube-sim with a hollow Ray head and the hollow autoscaler (the head pod's `autoscaler` sidecar).
 //!
 //! 1. The operator adds the autoscaler sidecar with KubeRay's command, args, env and the sample's resources,
-//!    and creates the ServiceAccount, Role and RoleBinding of reconcile spec §1.4.
+//!    and creates the ServiceAccount, Role and RoleBinding (docs/podgen.md#autoscaler-sidecar-and-rbac).
 //! 2. The autoscaling guide's scenario (head `num-cpus: 0`, 1-CPU workers, `minReplicas` 0), with
 //!    `idleTimeoutSeconds` shortened to 5: actor1 → 1 worker; actor2 → 2 workers; ending actor1 removes the
 //!    worker it ran on, ending actor2 the other one, each after the idle timeout and each named in
@@ -222,7 +222,7 @@ async fn autoscaler_sample_scales_with_actors() {
     let fixed = json!({"cpu": "500m", "memory": "512Mi"});
     assert_eq!(resources, json!({"limits": fixed, "requests": fixed}));
 
-    // --- Autoscaler RBAC (reconcile spec §1.4).
+    // --- Autoscaler RBAC: ServiceAccount, Role and RoleBinding.
     let sa = Api::<ServiceAccount>::namespaced(client.clone(), NS)
         .get(CLUSTER)
         .await

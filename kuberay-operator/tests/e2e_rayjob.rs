@@ -760,7 +760,7 @@ fn min_resources_are(pg: &PodGroup, want: &[(&str, &str)]) -> bool {
         })
 }
 
-/// The rayjob-sample under `--batch-scheduler volcano` (gang.md, RayJob hooks): the RayJob owns one
+/// The rayjob-sample under `--batch-scheduler volcano` (docs/rayjob.md#batch-scheduling): the RayJob owns one
 /// PodGroup `ray-rayjob-sample-pg` sized head + workers (minMember) with the default submitter's
 /// 500m / 200Mi added to minResources; the cluster and every pod (submitter included) join it;
 /// after completion the cleanup hook drops the submitter's share (the cluster stays alive) and

@@ -1,5 +1,5 @@
 //! Cluster resource totals for the status fields `desiredCPU`, `desiredMemory`, `desiredGPU`,
-//! `desiredTPU` (reconcile spec §2.4), with exact Kubernetes quantity arithmetic.
+//! `desiredTPU` (docs/autoscaling.md#resources-in-the-status), with exact Kubernetes quantity arithmetic.
 
 use k8s_openapi::api::core::v1::PodSpec;
 use ray_api::quantity::{Qty, QuantityError, ResourceTotals, pod_resources, scale_resources, sum_resources};

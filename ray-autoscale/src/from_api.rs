@@ -127,7 +127,7 @@ mod tests {
     use crate::planner::{WorkerState, plan};
     use ray_api::RayCluster;
 
-    /// reconcile spec: tests that read /work/shared fail (not skip) when it is missing.
+    /// A KubeRay sample's RayCluster; tests that read the reference material fail (not skip) when it is missing.
     fn sample(name: &str) -> RayCluster {
         let text = kuberay_reference::sample_text(name);
         // The sample file also holds a ConfigMap; take the RayCluster document.

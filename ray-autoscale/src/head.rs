@@ -1,4 +1,4 @@
-//! Head pod decision of `reconcilePods` (reconcile spec §1.5 step 5, §3.4).
+//! Head pod decision of `reconcilePods` (docs/autoscaling.md#the-head-pod).
 
 use crate::observed::ObservedPod;
 use crate::pod_health::{UnhealthyReason, should_delete_pod};

@@ -7,7 +7,60 @@
 //!
 //! Autoscaler side: [`planner`] turns pending resource demands and idle times into new
 //! `replicas` / `workersToDelete` values; [`idle`] turns per-iteration usage samples into the
-//! idle-since instants it needs.
+//! idle-since instants it needs. [`from_api`] bridges both to `ray_api` types. How the two sides share
+//! the spec is described in `docs/autoscaling.md`.
+//!
+//! # Example
+//!
+//! The operator's decision for one worker group: `replicas` 8 is clamped to `maxReplicas` 5, the pod
+//! named in `workersToDelete` goes, and without autoscaling the surplus is trimmed too.
+//!
+//! ```
+//! use ray_autoscale::{ObservedPod, WorkerGroupInput, WorkerGroupPlan};
+//! use ray_autoscale::{desired_pods, from_api, plan_worker_group, surplus_deletion_enabled};
+//!
+//! let cluster: ray_api::RayCluster = ray_api::yaml::from_yaml_str(r#"
+//! apiVersion: ray.io/v1
+//! kind: RayCluster
+//! metadata: {name: demo}
+//! spec:
+//!   headGroupSpec:
+//!     rayStartParams: {}
+//!     template: {spec: {containers: [{name: ray-head, image: rayproject/ray}]}}
+//!   workerGroupSpecs:
+//!   - groupName: small-group
+//!     replicas: 8
+//!     minReplicas: 1
+//!     maxReplicas: 5
+//!     scaleStrategy: {workersToDelete: [worker-a]}
+//!     rayStartParams: {}
+//!     template: {spec: {containers: [{name: ray-worker, image: rayproject/ray}]}}
+//! "#)?;
+//! let group = &cluster.spec.worker_group_specs.as_deref().unwrap_or_default()[0];
+//! let replicas = from_api::group_replicas(group);
+//! assert_eq!(desired_pods(&replicas), 5);
+//!
+//! // Seven pods are running.
+//! let pods: Vec<ObservedPod> = ["worker-a", "worker-b", "worker-c", "worker-d", "worker-e", "worker-f", "worker-g"]
+//!     .into_iter()
+//!     .map(ObservedPod::running)
+//!     .collect();
+//! let input = WorkerGroupInput {
+//!     replicas: &replicas,
+//!     workers_to_delete: from_api::workers_to_delete(group),
+//!     pods: &pods,
+//!     surplus_deletion: surplus_deletion_enabled(from_api::autoscaling_enabled(&cluster.spec), false),
+//!     multi_host_indexing: true,
+//! };
+//! let WorkerGroupPlan::Scale(step) = plan_worker_group(&input) else {
+//!     panic!("a healthy single-host group scales");
+//! };
+//! assert_eq!(step.delete_by_name, ["worker-a"]);
+//! assert_eq!(step.running, 6);
+//! assert_eq!(step.surplus, ["worker-b"]); // the first pod in list order
+//! assert!(step.create.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod cluster_resources;
 pub mod from_api;

@@ -1,5 +1,5 @@
 //! Ray logical resources of one head or worker pod, derived the way KubeRay builds the
-//! `ray start` flags (podgen spec §3.1, §3.3, §3.4): group `resources`, then `rayStartParams`,
+//! `ray start` flags (docs/podgen.md#the-ray-start-command): group `resources`, then `rayStartParams`,
 //! then the Ray container's resources.
 //!
 //! | Ray resource | source, first hit wins |

@@ -1,5 +1,5 @@
-//! Multi-host worker groups (`numOfHosts > 1` with gate `RayMultiHostIndexing`, reconcile spec
-//! §3.6): pods are created and deleted as whole replicas identified by the
+//! Multi-host worker groups (`numOfHosts > 1` with gate `RayMultiHostIndexing`,
+//! docs/autoscaling.md#multi-host-groups): pods are created and deleted as whole replicas identified by the
 //! `ray.io/worker-group-replica-name` label.
 //!
 //! KubeRay iterates replicas in Go map order; here replicas are visited in name order so the same

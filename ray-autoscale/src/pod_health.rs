@@ -1,4 +1,4 @@
-//! KubeRay's `shouldDeletePod` (reconcile spec §1.6, §3.4): which head/worker pods the operator
+//! KubeRay's `shouldDeletePod` (docs/autoscaling.md#unhealthy-pods): which head/worker pods the operator
 //! deletes because they can never run Ray again.
 
 use crate::observed::{ObservedPod, PodPhase, RestartPolicy};

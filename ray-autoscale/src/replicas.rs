@@ -1,5 +1,5 @@
 //! Desired pod counts per worker group and the cluster-level replica totals written to the
-//! RayCluster status (reconcile spec §2.1-§2.3).
+//! RayCluster status (docs/autoscaling.md#desired-pods-and-status-totals).
 
 /// CRD default of `maxReplicas` (and the value used when it is unset): `MaxInt32`.
 pub const DEFAULT_MAX_REPLICAS: i32 = i32::MAX;
@@ -150,7 +150,8 @@ mod tests {
         assert_eq!(desired_pods(&group(Some(3), 1, 5, 1)), 3);
     }
 
-    /// podgen.md §10 P91: min 1 / max 5, replicas nil → 1, 3 → 3, 6 → 5, 0 → 1; numOfHosts 4 × 5 → 20.
+    /// KubeRay's pod-generation case P91: min 1 / max 5, replicas nil → 1, 3 → 3, 6 → 5, 0 → 1;
+    /// numOfHosts 4 × 5 → 20.
     #[test]
     fn golden_p91_desired_worker_pods() {
         assert_eq!(desired_pods(&group(None, 1, 5, 1)), 1);

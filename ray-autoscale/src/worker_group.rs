@@ -1,4 +1,4 @@
-//! Per-worker-group decisions of `reconcilePods` (reconcile spec §1.5 step 6, §3.1-§3.3):
+//! Per-worker-group decisions of `reconcilePods` (docs/autoscaling.md#a-worker-groups-pass):
 //! suspension, unhealthy pods, `workersToDelete`, surplus deletion and scale-up.
 //!
 //! The functions return decisions; the controller performs the API calls, records expectations
@@ -75,7 +75,7 @@ pub struct WorkerGroupInput<'a> {
     pub multi_host_indexing: bool,
 }
 
-/// Scale decision of a single-host group (steps g-i).
+/// Scale decision of a single-host group: `workersToDelete`, then create or delete the difference.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScalePlan {
     /// Every name in `workersToDelete`, in spec order: delete each by name (NotFound ignored, no
@@ -147,8 +147,8 @@ pub fn plan_worker_group(input: &WorkerGroupInput<'_>) -> WorkerGroupPlan {
     })
 }
 
-/// Steps h-i alone, for a controller that performed the `workersToDelete` deletions itself and
-/// knows which really succeeded: `running` = listed pods minus those deleted this pass.
+/// The create-or-delete-the-difference step alone, for a controller that performed the `workersToDelete`
+/// deletions itself and knows which really succeeded: `running` = listed pods minus those deleted this pass.
 pub fn scale_step(
     desired: i64,
     running: &[&ObservedPod],
@@ -195,7 +195,7 @@ mod tests {
     use super::*;
     use crate::observed::PodPhase;
 
-    /// reconcile §10 fixture: 5 running workers `pod1..pod5`, group `small-group`.
+    /// KubeRay's `reconcilePods` test fixture: 5 running workers `pod1..pod5`, group `small-group`.
     fn fixture_pods() -> Vec<ObservedPod> {
         (1..=5).map(|i| ObservedPod::running(format!("pod{i}"))).collect()
     }

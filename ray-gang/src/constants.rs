@@ -1,6 +1,7 @@
-//! Gang-scheduling strings (gang.md §0): label and annotation keys, plugin and scheduler names,
-//! and the default submitter's resources. Keys shared with other crates (`ray.io/originated-from-*`,
-//! `headgroup`, the submitter container name) come from [`ray_api::constants`] instead.
+//! Gang-scheduling strings (docs/gang-scheduling.md#what-each-integration-produces): label and annotation keys,
+//! plugin and scheduler names, and the default submitter's resources. Keys shared with other crates
+//! (`ray.io/originated-from-*`, `headgroup`, the submitter container name) come from [`ray_api::constants`]
+//! instead.
 
 /// Owner label naming the PriorityClass (copied to the Volcano PodGroup and to pods as a label).
 pub const PRIORITY_CLASS_NAME_LABEL: &str = "ray.io/priority-class-name";

@@ -1,7 +1,7 @@
-//! Test fixtures shared by the golden cases of gang.md §7: KubeRay's `T-cluster(h)` and `T-job(h)`,
-//! small cluster builders, and the KubeRay samples under `/work/shared`.
+//! Test fixtures shared by KubeRay's batch-scheduler golden cases (G01-G56): KubeRay's `T-cluster(h)` and
+//! `T-job(h)`, small cluster builders, and KubeRay's samples (through `kuberay-reference`).
 //!
-//! Tests that read `/work/shared` fail (not skip) when it is missing, like the other crates' tests.
+//! Tests that read the reference material fail (not skip) when it is missing, like the other crates' tests.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! Choosing the operator's one batch scheduler from its flags (gang.md §5): startup validation
-//! ([`validate_config`]) and factory selection ([`select_scheduler`]).
+//! Choosing the operator's one batch scheduler from its flags: startup validation ([`validate_config`]) and
+//! factory selection ([`select_scheduler`]). See docs/gang-scheduling.md#one-scheduler-per-operator.
 
 use crate::constants::{KAI_PLUGIN, SCHEDULER_PLUGINS_PLUGIN, VOLCANO_PLUGIN, YUNIKORN_PLUGIN};
 use crate::error::SelectionError;

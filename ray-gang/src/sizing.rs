@@ -7,7 +7,7 @@
 //! suspended worker group counts zero.
 //!
 //! Quirk kept: desired *resources* use the raw `replicas` (nil → 0), not the clamped value the
-//! desired *pod count* uses (gang.md §1, G31/G32).
+//! desired *pod count* uses (docs/gang-scheduling.md#quirks-we-keep, golden cases G31/G32).
 
 use ray_api::quantity::{QuantityError, ResourceTotals, pod_resources, scale_resources, sum_resources};
 use ray_api::{RayClusterSpec, WorkerGroupSpec};
@@ -66,7 +66,7 @@ pub fn min_worker_replicas(spec: &RayClusterSpec) -> i32 {
     })
 }
 
-/// Resources of one head pod (§6 rule on the head template).
+/// Resources of one head pod: container requests, plus limits of resources without a request (head template).
 pub fn head_pod_resources(spec: &RayClusterSpec) -> Result<ResourceTotals, QuantityError> {
     pod_resources(
         spec.head_group_spec
@@ -77,7 +77,7 @@ pub fn head_pod_resources(spec: &RayClusterSpec) -> Result<ResourceTotals, Quant
     )
 }
 
-/// Resources of one pod of a worker group (§6 rule on its template).
+/// Resources of one pod of a worker group: container requests, plus limits of resources without a request.
 pub fn worker_pod_resources(group: &WorkerGroupSpec) -> Result<ResourceTotals, QuantityError> {
     pod_resources(group.template.spec.as_ref().unwrap_or(&Default::default()))
 }

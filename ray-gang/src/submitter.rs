@@ -58,7 +58,8 @@ pub fn submitter_template(spec: &RayJobSpec) -> PodTemplateSpec {
         .unwrap_or_else(default_submitter_template)
 }
 
-/// Resources of one submitter pod (§6 rule on [`submitter_template`]).
+/// Resources of one submitter pod: the per-pod rule (requests, plus limits without a request) on
+/// [`submitter_template`].
 pub fn submitter_pod_resources(spec: &RayJobSpec) -> Result<ResourceTotals, QuantityError> {
     pod_resources(submitter_template(spec).spec.as_ref().unwrap_or(&PodSpec::default()))
 }

@@ -172,7 +172,7 @@ fn atoi(value: &str) -> Result<i64, &'static str> {
     })
 }
 
-/// The PodGroup as created for `parent` with the given size (gang.md §1 "PodGroup object").
+/// The PodGroup as created for `parent` with the given size (docs/gang-scheduling.md#volcano).
 fn build(parent: Parent<'_>, size: &GangSize) -> Result<PodGroup, GangError> {
     let name = pod_group_name(parent.meta());
     let namespace = parent.namespace().to_owned();

@@ -1,4 +1,4 @@
-//! Ray token authentication in generated containers (podgen spec §4.4).
+//! Ray token authentication in generated containers (docs/podgen.md#token-authentication).
 
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, EnvVarSource, PodSpec, ProjectedVolumeSource, SecretKeySelector, ServiceAccountTokenProjection,

@@ -1,4 +1,4 @@
-//! The autoscaler sidecar container and its RBAC objects (podgen spec §7).
+//! The autoscaler sidecar container and its RBAC objects (docs/podgen.md#autoscaler-sidecar-and-rbac).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! Operator-level switches that change generated objects (podgen spec §0.1), gathered into one
+//! Operator-level switches that change generated objects (docs/podgen.md#operator-switches), gathered into one
 //! value the binary builds from its environment, flags and configuration file.
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Environment variable names and fixed values KubeRay injects into generated containers
-//! (podgen spec §4, §8, §11; job-service spec §1.8). Names that validation or other crates also read are
-//! defined once in `ray_api::constants` and aliased here.
+//! (docs/podgen.md: the environment variables, GCS fault tolerance and RayJob sections). Names that validation
+//! or other crates also read are defined once in `ray_api::constants` and aliased here.
 
 /// FQDN of the head service (workers and init containers).
 pub const FQ_RAY_IP: &str = ray_api::constants::COLLECTOR_FQ_RAY_IP_ENV;

@@ -1,5 +1,5 @@
-//! GCS fault tolerance: the head/worker pod changes (podgen spec §8), the operator-managed PVC of
-//! the embedded backend and the Redis cleanup Job (§11).
+//! GCS fault tolerance: the head/worker pod changes, the operator-managed PVC of the embedded backend and the
+//! Redis cleanup Job (docs/podgen.md#gcs-fault-tolerance).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The dashboard Ingress (podgen spec §9.4); on OpenShift [`crate::route`] replaces it.
+//! The dashboard Ingress (docs/podgen.md#services-ingress-and-route); on OpenShift [`crate::route`] replaces it.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Name helpers: pod name prefixes, KubeRay's `CheckName` / `CheckLabel` truncation rules and the
-//! names of every object KubeRay derives from a cluster (podgen spec §1).
+//! names of every object KubeRay derives from a cluster (docs/podgen.md#names).
 
 use std::borrow::Cow;
 

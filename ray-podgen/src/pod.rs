@@ -1,4 +1,5 @@
-//! Head and worker pods (podgen spec §0.4, §2-§6): the template stage, then `BuildPod`.
+//! Head and worker pods: the template stage, then `BuildPod` (docs/podgen.md#the-generation-pipeline; labels,
+//! `ray start`, environment, ports, probes and volumes are described in the sections after it).
 //!
 //! [`PodGenerator`] computes the cluster-wide facts once. A worker group's pod is the same for
 //! every replica except its replica labels, so [`PodGenerator::worker_template`] builds it once

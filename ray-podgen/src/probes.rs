@@ -1,4 +1,6 @@
-//! Liveness and readiness probes of the Ray container (podgen spec §6.1).
+//! Liveness and readiness probes of the Ray container: KubeRay's timings, the unified `/api/healthz` check for
+//! Ray ≥ 2.53 or `wget` exec checks before, and the Serve proxy check on RayService workers
+//! (docs/podgen.md#ports-and-probes).
 
 use k8s_openapi::api::core::v1::{Container, ExecAction, HTTPGetAction, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,4 +1,4 @@
-//! What the RayJob controller creates (job-service spec §1.5-§1.8): the RayCluster name and Ray job
+//! What the RayJob controller creates (docs/podgen.md#rayjob-and-rayservice-objects): the RayCluster name and Ray job
 //! (submission) id, the RayCluster built from `spec.rayClusterSpec`, the `ray job submit` command
 //! line, the submitter container, the submitter batch/v1 Job of `K8sJobMode` and the RayJob-owned
 //! head service `<rayjob>-head-svc`.
@@ -166,7 +166,7 @@ pub fn build_ray_cluster_for_job(
     Ok(cluster)
 }
 
-/// The head service a RayJob owns (`<rayjob>-head-svc`, §1.6): the cluster's head service renamed,
+/// The head service a RayJob owns (`<rayjob>-head-svc`): the cluster's head service renamed,
 /// in the RayJob's namespace, labelled `ray.io/originated-from-cr-name=<rayjob>`,
 /// `ray.io/originated-from-crd=RayJob`, `ray.io/node-type=head`, `ray.io/identifier=<rayjob>-head`,
 /// selecting the head pod of `cluster`, with a controller owner reference to the RayJob.
@@ -368,7 +368,7 @@ pub fn sidecar_dashboard_port(spec: Option<&RayClusterSpec>) -> i32 {
         .map_or(DEFAULT_DASHBOARD_PORT, |p| p.container_port)
 }
 
-/// `BuildJobSubmitCommand`: the shell tokens of the submitter for `mode` (spec §1.8), to be joined
+/// `BuildJobSubmitCommand`: the shell tokens of the submitter for `mode`, to be joined
 /// by single spaces.
 ///
 /// `K8sJobMode`: address = `dashboard_address` (`http://` prefixed when missing), with the

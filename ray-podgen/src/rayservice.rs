@@ -1,4 +1,4 @@
-//! What the RayService controller creates for a cluster (job-service spec §2.5): the RayCluster
+//! What the RayService controller creates for a cluster (docs/podgen.md#rayjob-and-rayservice-objects): the RayCluster
 //! name and the RayCluster built from `spec.rayClusterConfig`.
 //!
 //! Pure: no I/O, environment or clock; randomness only through [`SuffixSource`].

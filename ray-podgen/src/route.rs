@@ -1,4 +1,4 @@
-//! The dashboard Route on OpenShift (podgen spec §9.5): what `headGroupSpec.enableIngress` builds
+//! The dashboard Route on OpenShift (docs/operator.md#openshift): what `headGroupSpec.enableIngress` builds
 //! instead of the Ingress when the operator runs on OpenShift.
 //!
 //! `route.openshift.io/v1` has no k8s-openapi type, so [`Route`] is a small typed custom resource
@@ -74,7 +74,7 @@ pub struct RoutePort {
 
 /// `BuildRouteForHeadService`: the dashboard Route of a cluster (without its owner reference).
 ///
-/// Named `<cluster>-head-route` with no truncation (podgen spec §1.2); labelled like the Ingress;
+/// Named `<cluster>-head-route` with no truncation (no `CheckName`, unlike the Ingress); labelled like the Ingress;
 /// carries every cluster annotation (the Ingress drops `kubernetes.io/ingress.class`, the Route keeps it).
 pub fn build_route(cluster: &RayCluster) -> Route {
     let annotations = cluster.metadata.annotations.clone().unwrap_or_default();
@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn long_cluster_names_are_not_truncated() {
-        // podgen spec §1.2: the Route name is `<cluster>-head-route` with no CheckName / CheckRouteName.
+        // The Route name is `<cluster>-head-route` with no CheckName / CheckRouteName.
         let mut cluster = route_test_cluster();
         let name = "r".repeat(53);
         cluster.metadata.name = Some(name.clone());

@@ -1,4 +1,5 @@
-//! Head, serve and headless worker services (podgen spec §5, §9.1-§9.3; job-service spec §2.10).
+//! Head, serve and headless worker services, and the head and serve services a RayService owns
+//! (docs/podgen.md#services-ingress-and-route).
 
 use std::collections::BTreeMap;
 

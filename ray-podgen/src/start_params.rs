@@ -1,6 +1,6 @@
 //! The `ray start` command: the parameter pipeline (group `resources` / `labels`, defaults,
 //! container-derived `num-cpus` / `memory` / `num-gpus` / accelerators) and its rendering
-//! (podgen spec §3).
+//! (docs/podgen.md#the-ray-start-command).
 
 use std::collections::BTreeMap;
 

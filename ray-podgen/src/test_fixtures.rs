@@ -1,4 +1,5 @@
-//! Fixtures of podgen spec §10: cluster C (`pod_test` instance) and cluster S (`service_test`).
+//! Fixtures of KubeRay's pod-generation golden cases: cluster C (the `instance` of KubeRay's `pod_test.go`) and
+//! cluster S (`instanceWithWrongSvc` of its `service_test.go`).
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use ray_api::RayCluster;

@@ -1,4 +1,4 @@
-//! mTLS between Ray nodes (podgen spec §4.5, §6.5; gate `RayClusterMTLS` + `tlsOptions.enabled`).
+//! mTLS between Ray nodes (gate `RayClusterMTLS` + `tlsOptions.enabled`; docs/podgen.md#mtls).
 //!
 //! The Ray container, the autoscaler and `wait-gcs-ready` get the four `RAY_TLS_*` variables and
 //! the `ray-tls` mount; the pod gets the `ray-tls` Secret volume and the `wait-for-tls-ip-san`

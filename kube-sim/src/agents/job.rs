@@ -1,4 +1,4 @@
-//! The Job controller (spec §4.4): creates pods for `batch/v1` Jobs, tracks them with the
+//! The Job controller: creates pods for `batch/v1` Jobs, tracks them with the
 //! `batch.kubernetes.io/job-tracking` finalizer and `uncountedTerminatedPods`, and writes the terminal
 //! conditions (`SuccessCriteriaMet` → `Complete`, `FailureTarget` → `Failed`).
 

@@ -1,4 +1,4 @@
-//! The hollow kubelet (spec §4.3): runs pods bound to existing nodes — Running status after the start delay,
+//! The hollow kubelet: runs pods bound to existing nodes — Running status after the start delay,
 //! completion and failure injection by annotation or [`super::PodHooks`], CrashLoopBackOff, and graceful
 //! deletion.
 

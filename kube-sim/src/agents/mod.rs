@@ -1,5 +1,5 @@
-//! Hollow agents (spec §4): nodes, scheduler (with Volcano gang emulation), kubelet, Job controller and a
-//! hollow cert-manager.
+//! Hollow agents (docs/kube-sim.md#what-it-simulates): nodes, scheduler (with Volcano gang emulation), kubelet,
+//! Job controller and a hollow cert-manager.
 //!
 //! They run in-process as tasks and act only through [`crate::store::Store`] (never HTTP), so every change they
 //! make gets a resourceVersion and a watch event and passes the same validation as client writes. Their

@@ -1,4 +1,4 @@
-//! Hollow nodes (spec §4.1): `kube-sim-node-{i}` Node objects, Ready, with the configured capacity.
+//! Hollow nodes: `kube-sim-node-{i}` Node objects, Ready, with the configured capacity.
 
 use serde_json::{Map, Value, json};
 

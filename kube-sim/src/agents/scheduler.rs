@@ -1,4 +1,4 @@
-//! The hollow scheduler (spec §4.2): binds pending pods to hollow nodes by resource requests, and emulates
+//! The hollow scheduler: binds pending pods to hollow nodes by resource requests, and emulates
 //! Volcano gang scheduling for pods of `schedulerName: volcano` (PodGroups, Queue capability).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -1,4 +1,5 @@
-//! Discovery endpoints: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}` (spec §3.13 DI-3).
+//! Discovery endpoints: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{g}`, `/apis/{g}/{v}`, as kube's discovery
+//! and kubectl read them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

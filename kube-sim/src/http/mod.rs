@@ -1,4 +1,4 @@
-//! The HTTP front end: URL grammar (spec §1.2), verbs (§2.1), Status errors (§2.2), metadata-only responses,
+//! The HTTP front end: the Kubernetes URL grammar, verbs, `Status` errors, metadata-only responses,
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;

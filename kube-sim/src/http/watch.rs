@@ -1,4 +1,4 @@
-//! Watch streaming over HTTP: newline-delimited events, bookmarks, timeouts, in-stream errors (spec §3.12).
+//! Watch streaming over HTTP: newline-delimited events, bookmarks, timeouts, in-stream errors.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

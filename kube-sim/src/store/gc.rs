@@ -1,6 +1,6 @@
-//! The garbage collector (owner references: background, foreground, orphan) and the namespace controller
-//! (spec §3.9, §3.4 N-3). Both act through the store's public write pipeline, so each of their changes gets its
-//! own resourceVersion and watch event.
+//! The garbage collector (owner references: background, foreground, orphan) and the namespace controller (a
+//! deleted namespace's objects are removed before the namespace goes). Both act through the store's public write
+//! pipeline, so each of their changes gets its own resourceVersion and watch event.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Simplified server-side apply field ownership (spec §3.6 P-4).
+//! Simplified server-side apply field ownership.
 //!
 //! Ownership is kept in a side table keyed by object uid (it is not rendered into `metadata.managedFields`, so
 //! stored bytes and no-op detection are unaffected). It is tracked only for objects that server-side apply has

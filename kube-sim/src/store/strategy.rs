@@ -1,5 +1,6 @@
-//! The write pipeline behind the store lock: create / update / delete with per-kind strategies (spec §3.2–§3.8,
-//! §4.4 Job strategy, §4.5 Pod and Service defaulting).
+//! The write pipeline behind the store lock: create / update / delete with per-kind strategies (server-populated
+//! metadata, namespaces, update and patch rules, status subresources, generation, deletion and finalizers, the
+//! Job strategy, Pod and Service defaulting).
 
 use std::sync::Arc;
 
@@ -911,7 +912,7 @@ fn default_service(obj: &mut Value, old: Option<&Value>, ip: &str) {
     }
 }
 
-/// The Job API-server strategy: selector, template labels and spec defaults (spec §4.4).
+/// The Job API-server strategy: selector, template labels and spec defaults.
 fn default_job(obj: &mut Value, uid: &str) {
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
     if !obj["spec"].is_object() {

@@ -1,4 +1,4 @@
-//! Watches on the store: starting points, history replay, selector transitions, lag handling (spec §3.12).
+//! Watches on the store: starting points, history replay, selector transitions, lag handling.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

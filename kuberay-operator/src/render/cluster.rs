@@ -1,5 +1,5 @@
 //! What the operator creates for one RayCluster on an empty cluster, in its reconcile order
-//! (reconcile spec §1.2 step 13): autoscaler RBAC, ingress (or OpenShift route), head service, headless
+//! (the RayCluster controller's order): autoscaler RBAC, ingress (or OpenShift route), head service, headless
 //! worker service, serve service, GCS storage PVC, the PodGroup, then the head pod and the worker pods.
 
 use k8s_openapi::api::core::v1::Pod;

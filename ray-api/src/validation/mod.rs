@@ -1,12 +1,13 @@
-//! KubeRay's validation rules as pure functions (KubeRay `controllers/ray/utils/validation.go`).
+//! KubeRay's validation rules as pure functions (KubeRay `controllers/ray/utils/validation.go`); the rules
+//! and their order are described in `docs/validation.md`.
 //!
 //! - RayCluster: [`validate_ray_cluster_metadata`], [`validate_ray_cluster_spec`],
-//!   [`validate_ray_cluster_upgrade_options`], [`validate_ray_cluster_status`] (reconcile spec §6).
-//! - RayJob: [`validate_ray_job_metadata`], [`validate_ray_job_spec`], [`validate_ray_job_status`]
-//!   (job-service spec §1.12).
-//! - RayService: [`validate_ray_service_metadata`], [`validate_ray_service_spec`] (job-service spec §2.12).
+//!   [`validate_ray_cluster_upgrade_options`], [`validate_ray_cluster_status`].
+//! - RayJob: [`validate_ray_job_metadata`], [`validate_ray_job_spec`], [`validate_ray_job_status`].
+//! - RayService: [`validate_ray_service_metadata`], [`validate_ray_service_spec`], including the incremental
+//!   upgrade options.
 //! - The validating admission webhooks: [`webhook_validate_ray_cluster`], [`webhook_validate_ray_job`],
-//!   [`webhook_validate_ray_service`] (reconcile spec §6.5).
+//!   [`webhook_validate_ray_service`].
 //!
 //! Every function runs KubeRay's checks in KubeRay's order and returns the first failure. The
 //! error carries KubeRay's exact message ([`ValidationError::message`], what the controllers put in

@@ -1,4 +1,5 @@
-//! RayCluster validation (reconcile spec §6.1-6.4).
+//! RayCluster validation: metadata, spec, upgrade options and status, in KubeRay's order
+//! (docs/validation.md#raycluster).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ pub fn validate_ray_cluster(cluster: &RayCluster, options: &ValidationOptions) -
     validate_ray_cluster_status(cluster)
 }
 
-/// `ValidateRayClusterMetadata` (§6.1): name length ≤ 53, then DNS-1035.
+/// `ValidateRayClusterMetadata`: name length ≤ 53, then DNS-1035.
 pub fn validate_ray_cluster_metadata(metadata: &ObjectMeta) -> ValidationResult {
     validate_name(
         metadata.name.as_deref().unwrap_or_default(),
@@ -34,7 +35,7 @@ pub fn validate_ray_cluster_metadata(metadata: &ObjectMeta) -> ValidationResult 
     )
 }
 
-/// `ValidateRayClusterStatus` (§6.2): `RayClusterSuspending` and `RayClusterSuspended` not both True.
+/// `ValidateRayClusterStatus`: `RayClusterSuspending` and `RayClusterSuspended` not both True.
 pub fn validate_ray_cluster_status(cluster: &RayCluster) -> ValidationResult {
     let conditions = cluster
         .status
@@ -51,7 +52,8 @@ pub fn validate_ray_cluster_status(cluster: &RayCluster) -> ValidationResult {
     Ok(())
 }
 
-/// `ValidateRayClusterUpgradeOptions` (§6.3).
+/// `ValidateRayClusterUpgradeOptions`: `upgradeStrategy.type` is `Recreate` or `None`, and is not set on a cluster
+/// a RayJob or RayService created.
 ///
 /// `upgradeStrategy.type` is a closed enum in our types (the CRD lists `Recreate` / `None`), so
 /// the "value is invalid" message can only come from objects built in code; it is still checked
@@ -78,8 +80,9 @@ pub fn validate_ray_cluster_upgrade_options(cluster: &RayCluster) -> ValidationR
     Ok(())
 }
 
-/// `ValidateRayClusterSpec` (§6.4) of a RayCluster: `annotations` are the object's
-/// (`ray.io/ft-enabled`, `ray.io/external-storage-namespace`). Field paths start at `spec`.
+/// `ValidateRayClusterSpec` of a RayCluster (the 17 ordered checks of docs/validation.md#raycluster):
+/// `annotations` are the object's (`ray.io/ft-enabled`, `ray.io/external-storage-namespace`). Field paths start
+/// at `spec`.
 pub fn validate_ray_cluster_spec(
     spec: &RayClusterSpec,
     annotations: Option<&BTreeMap<String, String>>,
@@ -265,7 +268,8 @@ fn worker_priority(
     ))
 }
 
-/// The checks of §6.4, with field paths under `base` (`spec`, `spec.rayClusterSpec`, ...).
+/// The ordered spec checks (docs/validation.md#raycluster), with field paths under `base` (`spec`,
+/// `spec.rayClusterSpec`, ...).
 pub(super) fn cluster_spec(
     spec: &RayClusterSpec,
     annotations: Option<&BTreeMap<String, String>>,
@@ -757,7 +761,8 @@ fn collector_options(collector: &CollectorOptions, path: &str) -> ValidationResu
     }
 }
 
-/// Auth rules (§6.4 step 15).
+/// Token auth rules: minimum Ray versions for `token` and `enableK8sTokenAuth`, no `secretName` with the
+/// latter, which also needs mode `token`.
 fn auth(spec: &RayClusterSpec, base: &str) -> ValidationResult {
     let path = format!("{base}.authOptions");
     let token = spec.auth_options.as_ref().and_then(|a| a.mode) == Some(AuthMode::Token);

@@ -1,4 +1,4 @@
-//! RayJob validation (job-service spec §1.12).
+//! RayJob validation: metadata, spec and status checks in KubeRay's order (docs/validation.md#rayjob).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! RayService validation (job-service spec §2.12, incremental upgrade options §2.11).
+//! RayService validation: metadata (name, `ray.io/initializing-timeout`), spec, and the options of an incremental
+//! upgrade (docs/validation.md#rayservice).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -1,12 +1,12 @@
 //! The checks of KubeRay's validating admission webhooks (`ENABLE_WEBHOOKS=true`, KubeRay
-//! `pkg/webhooks/v1/*_webhook.go`, reconcile spec §6.5), as pure functions returning the rejection
+//! `pkg/webhooks/v1/*_webhook.go`; docs/validation.md#webhooks), as pure functions returning the rejection
 //! the webhook answers with.
 //!
 //! Unlike the controllers' validation (first failure wins), a webhook collects every failing check
 //! into one `apierrors.NewInvalid` error: `RayCluster.ray.io "<name>" is invalid: <field errors>`,
 //! HTTP 422, reason `Invalid`.
 //!
-//! - RayCluster: metadata (§6.1) and unique worker group names.
+//! - RayCluster: metadata (the name rule) and unique worker group names.
 //! - RayJob, RayService: metadata only.
 
 use std::collections::BTreeSet;
@@ -112,7 +112,7 @@ fn metadata_error(name: &str, message: String) -> InvalidField {
     }
 }
 
-/// The RayCluster webhook (on create and update; the new object): metadata rule §6.1, then the first
+/// The RayCluster webhook (on create and update; the new object): the metadata (name) rule, then the first
 /// worker group whose name repeats an earlier group's.
 ///
 /// Deliberate difference: KubeRay prints the whole `WorkerGroupSpec` Go struct as the value; this prints

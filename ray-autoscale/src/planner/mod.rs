@@ -1,4 +1,4 @@
-//! The Ray autoscaler's planner as seen through KubeRay (reconcile spec §9): from pending resource
+//! The Ray autoscaler's planner as seen through KubeRay (docs/autoscaling.md): from pending resource
 //! demands, the observed worker pods and how long each has been idle, compute the next
 //! `replicas` and `scaleStrategy.workersToDelete` of every worker group.
 //!

@@ -1,4 +1,5 @@
-//! Autoscaler options derived from `spec.autoscalerOptions` (reconcile spec §9).
+//! Autoscaler options derived from `spec.autoscalerOptions`: upscaling speed from `upscalingMode`, idle timeouts
+//! (docs/autoscaling.md#upscaling-modes-autoscaleroptionsupscalingmode, #idle-timeout).
 
 use std::time::Duration;
 

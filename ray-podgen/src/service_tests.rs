@@ -1,4 +1,4 @@
-//! Golden cases of podgen spec §10 for services and the ingress (numbers = spec case numbers).
+//! KubeRay's golden cases for services and the ingress, each test named after KubeRay's case number (P64...).
 
 use std::collections::BTreeMap;
 
@@ -85,7 +85,7 @@ fn golden_p64_head_service_selector_app_protocol_and_headless() {
     let spec = service.spec.as_ref().unwrap();
     assert_eq!(spec.cluster_ip.as_deref(), Some("None"));
     assert_eq!(spec.publish_not_ready_addresses, Some(true));
-    // Sorted by name (spec §9.1).
+    // A generated head service lists its ports sorted by name.
     assert_eq!(
         port_pairs(&service),
         vec![

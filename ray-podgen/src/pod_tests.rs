@@ -1,4 +1,4 @@
-//! Golden cases of podgen spec §10 for head and worker pods (numbers = spec case numbers).
+//! KubeRay's golden cases for head and worker pods, each test named after KubeRay's case number (P16...).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! Golden cases of podgen spec §10 for mTLS (P61, P62) and the ordering rules of §0.4/§4.1/§4.5.
+//! KubeRay's golden cases P61 and P62 (mTLS), and where the TLS additions go in the order of environment
+//! variables and init containers (docs/podgen.md#mtls).
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use ray_api::RayCluster;
@@ -110,7 +111,7 @@ fn golden_p61_tls_head_pod() {
     assert!(has_tls_mount(ray));
     let init = &inits(&pod)[0];
     assert_wait_for_tls_ip_san(init, ray);
-    // BuildPod gives every init container FQ_RAY_IP and RAY_IP (§4.2), this one included.
+    // BuildPod gives every init container FQ_RAY_IP and RAY_IP, this one included.
     let names = env_names(init);
     assert_eq!(names, ["POD_IP", "FQ_RAY_IP", "RAY_IP"]);
 }
@@ -144,7 +145,7 @@ fn golden_p61_tls_autoscaler() {
     let autoscaler = container(&pod, "autoscaler");
     assert_tls_env(autoscaler);
     assert!(has_tls_mount(autoscaler));
-    // TLS vars come right after the five base vars (§4.3), before autoscalerOptions.env.
+    // TLS vars come right after the autoscaler's five base vars, before autoscalerOptions.env.
     assert_eq!(&env_names(autoscaler)[5..9], TLS_ENV);
 }
 
@@ -175,7 +176,7 @@ fn set_container_tls_config_keeps_user_values_and_mounts() {
 
 #[test]
 fn tls_env_order_in_ray_container() {
-    // Template stage: autoscaler-v2 var, auth, then TLS; BuildPod vars follow (§4.1).
+    // Template stage: autoscaler-v2 var, auth, then TLS; BuildPod vars follow.
     let mut cluster = tls_cluster();
     cluster.spec.auth_options = Some(serde_json::from_value(serde_json::json!({"mode": "token"})).unwrap());
     let pod = head(&cluster, &tls_config());
