@@ -1,7 +1,7 @@
-//! Kubernetes-exact quantity arithmetic (parse, add, multiply, compare, canonical printing) and
-//! KubeRay's resource-list helpers built on it.
+//! Kubernetes resource quantities (`500m`, `1.5Gi`, `12e6`) as the Kubernetes API machinery reads,
+//! adds, multiplies, compares and prints them.
 //!
-//! [`Qty`] is a port of apimachinery's `resource.Quantity` semantics, without floats:
+//! [`Qty`] reproduces apimachinery's `resource.Quantity` semantics, without floats:
 //!
 //! * **Value**: an exact decimal held as a signed count of nano-units (`i128`). Parsing rounds a
 //!   non-zero value away from zero to nano precision, exactly as Go does (`0.1n` → `1n`).
@@ -14,7 +14,7 @@
 //!   DecimalSI, as in apimachinery.
 //! * **Arithmetic**: [`Qty::add`] keeps the receiver's format unless the receiver is zero, in which
 //!   case it takes the other operand's format; [`Qty::mul`] keeps the format.
-//! * **Printing** ([`fmt::Display`], [`Qty::to_quantity`], serde): the canonical string Kubernetes
+//! * **Printing** ([`fmt::Display`], serde): the canonical string Kubernetes
 //!   emits (`768m`, `4296Mi`, `1k`, `2073741824`, `0`). Like Go, a freshly parsed value whose input
 //!   was already in a form Go accepts as canonical remembers and re-prints that exact spelling
 //!   (so `+1` prints `+1` and `01` prints `01`); any arithmetic forgets it.
@@ -24,21 +24,19 @@
 //! e.g. `1Gi` and `1024Mi` are value-equal and `==`; `1Gi` and `1073741824` are value-equal but
 //! not `==` (BinarySI vs DecimalSI).
 //!
-//! Resource lists: [`ResourceTotals`] with [`pod_resources`] (KubeRay `CalculatePodResource`),
-//! [`sum_resources`] (`SumResourceList`), [`scale_resources`] and [`resource_lists_equal`]
-//! (Volcano's semantic-equality check).
+//! Integer and float views: [`Qty::value_ceil`] / [`Qty::milli_value_ceil`] are Go's `Value()` /
+//! `MilliValue()` (rounded away from zero, saturated to `i64`); [`Qty::as_millis_ceil`] is the
+//! unsaturated milli count a scheduler sums. [`approximate_f64`] is Go's `AsApproximateFloat64()`:
+//! it works on the text, because the float Go produces depends on how the number was written
+//! (`0.3` gives `0.30000000000000004`, the product of `3` and `0.1`), which the exact value forgets.
 //!
 //! Deliberate deviation: a BinarySI value of 1024 Ei or more prints with the `Ei` suffix and a
 //! larger mantissa (Go drops the suffix and prints a wrong value); DecimalSI values beyond `E`
 //! print as `<m>e<exp>` exactly like current apimachinery.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-
-use k8s_openapi::api::core::v1::PodSpec;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 /// Nano-units per unit: the fixed internal scale.
 const NANOS_PER_UNIT: i128 = 1_000_000_000;
@@ -380,9 +378,10 @@ impl Qty {
         })
     }
 
-    /// Parses a k8s-openapi `Quantity`, trimming surrounding whitespace as Go's JSON decoding does.
-    pub fn from_quantity(quantity: &Quantity) -> Result<Qty, QuantityError> {
-        Qty::parse(quantity.0.trim())
+    /// Parses after trimming surrounding whitespace, as Go does when it decodes a quantity from
+    /// JSON or YAML.
+    pub fn parse_trimmed(input: &str) -> Result<Qty, QuantityError> {
+        Qty::parse(input.trim())
     }
 
     /// Zero in DecimalSI format (prints `0`); adding anything to it adopts that thing's format.
@@ -461,9 +460,10 @@ impl Qty {
         saturate_i64(div_away_from_zero(self.nanos, 1_000_000))
     }
 
-    /// The printed form as a k8s-openapi `Quantity`.
-    pub fn to_quantity(&self) -> Quantity {
-        Quantity(self.to_string())
+    /// The value × 1000 rounded away from zero, not saturated: exact milli-units (millicores,
+    /// milli-bytes) for sums that may exceed `i64`.
+    pub fn as_millis_ceil(&self) -> i128 {
+        div_away_from_zero(self.nanos, 1_000_000)
     }
 
     /// The print format.
@@ -552,118 +552,60 @@ impl serde::Serialize for Qty {
 impl<'de> serde::Deserialize<'de> for Qty {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Qty, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Qty::parse(text.trim()).map_err(serde::de::Error::custom)
+        Qty::parse_trimmed(&text).map_err(serde::de::Error::custom)
     }
 }
 
-/// A resource list (`cpu`, `memory`, `nvidia.com/gpu`, …) with exact quantities, sorted by name.
-pub type ResourceTotals = BTreeMap<String, Qty>;
-
-/// Parses a k8s `ResourceList` (`BTreeMap<String, Quantity>`).
-pub fn parse_resource_list(list: &BTreeMap<String, Quantity>) -> Result<ResourceTotals, QuantityError> {
-    list.iter()
-        .map(|(name, q)| Ok((name.clone(), Qty::from_quantity(q)?)))
-        .collect()
-}
-
-/// Prints a resource list back into a k8s `ResourceList`.
-pub fn to_resource_list(totals: &ResourceTotals) -> BTreeMap<String, Quantity> {
-    totals.iter().map(|(name, q)| (name.clone(), q.to_quantity())).collect()
-}
-
-/// Resources of one pod (KubeRay `CalculatePodResource`): over `spec.containers` only (no init
-/// containers, no overhead), each container contributes its requests plus any limit whose name is
-/// absent from its requests; containers are summed by name in order.
-pub fn pod_resources(spec: &PodSpec) -> Result<ResourceTotals, QuantityError> {
-    let mut pod = ResourceTotals::new();
-    for container in &spec.containers {
-        let Some(resources) = &container.resources else {
-            continue;
-        };
-        let parse = |resource: &String, q: &Quantity| {
-            Qty::from_quantity(q).map_err(|source| QuantityError::InContainer {
-                container: container.name.clone(),
-                resource: resource.clone(),
-                source: Box::new(source),
-            })
-        };
-        let mut per_container = ResourceTotals::new();
-        for (name, q) in resources.requests.iter().flatten() {
-            per_container.insert(name.clone(), parse(name, q)?);
-        }
-        for (name, q) in resources.limits.iter().flatten() {
-            if !per_container.contains_key(name) {
-                per_container.insert(name.clone(), parse(name, q)?);
-            }
-        }
-        accumulate(&mut pod, per_container);
+/// Go's `AsApproximateFloat64()` of the quantity `input` (surrounding whitespace trimmed).
+///
+/// Go computes it from the number as written: the digits, without the decimal point, as an integer
+/// mantissa, times a float power of ten (the suffix's exponent less the number of fraction digits)
+/// and a float power of two (for `Ki`…`Ei`). So `0.3` gives `0.30000000000000004` (`3 × 0.1`) and
+/// `1.5Gi` gives `1610612736`. Rejects what [`Qty::parse`] rejects for its shape or suffix; a
+/// magnitude beyond [`Qty`]'s range still has a float.
+pub fn approximate_f64(input: &str) -> Result<f64, QuantityError> {
+    let input = input.trim();
+    if input.is_empty() {
+        return Err(QuantityError::FormatWrong { input: String::new() });
     }
-    Ok(pod)
-}
-
-/// Adds `list` into `total`: a new name is moved in as is, an existing one is added to.
-fn accumulate(total: &mut ResourceTotals, list: ResourceTotals) {
-    for (name, q) in list {
-        match total.get_mut(&name) {
-            Some(existing) => *existing = existing.add(&q),
-            None => {
-                total.insert(name, q);
-            }
+    let scanned = scan(input)?;
+    let (base, exponent, _) = interpret_suffix(scanned.suffix).ok_or_else(|| QuantityError::Suffix {
+        input: input.to_owned(),
+    })?;
+    let mut mantissa: i128 = 0;
+    let mut exp10: i32 = 0;
+    for digit in scanned.num.bytes().chain(scanned.denom.bytes()) {
+        match mantissa
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(i128::from(digit - b'0')))
+        {
+            Some(m) => mantissa = m,
+            // More digits than an i128 holds: drop the precision, keep the magnitude.
+            None => exp10 = exp10.saturating_add(1),
         }
     }
-}
-
-/// Sums resource lists in order (KubeRay `SumResourceList`): the first occurrence of a name is
-/// copied, later ones are added to it (so the first non-zero contribution decides the format).
-pub fn sum_resources<'a>(lists: impl IntoIterator<Item = &'a ResourceTotals>) -> ResourceTotals {
-    let mut total = ResourceTotals::new();
-    for list in lists {
-        accumulate(&mut total, list.clone());
-    }
-    total
-}
-
-/// Multiplies every quantity by `n`; with `n = 0` every key stays, with a zero value.
-pub fn scale_resources(resources: &ResourceTotals, n: i64) -> ResourceTotals {
-    resources.iter().map(|(name, q)| (name.clone(), q.mul(n))).collect()
-}
-
-/// Semantic equality of two resource lists (apimachinery `quota.Equals`): the same names, and
-/// every pair of quantities equal by value (`1Gi` equals `1024Mi`).
-pub fn resource_lists_equal(a: &ResourceTotals, b: &ResourceTotals) -> bool {
-    a.len() == b.len() && a.iter().all(|(name, qa)| b.get(name).is_some_and(|qb| qa.eq_value(qb)))
+    let fraction_digits = i32::try_from(scanned.denom.len()).unwrap_or(i32::MAX);
+    exp10 = exp10.saturating_sub(fraction_digits);
+    let (exp10, exp2) = if base == 10 {
+        (exp10.saturating_add(exponent), 0)
+    } else {
+        (exp10, exponent)
+    };
+    let signed = if scanned.negative { -mantissa } else { mantissa };
+    Ok((signed as f64) * 10f64.powi(exp10) * 2f64.powi(exp2))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn q(s: &str) -> Qty {
         Qty::parse(s).unwrap()
     }
 
-    fn list(entries: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
-        entries
-            .iter()
-            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-            .collect()
-    }
-
-    fn container(name: &str, requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
-        Container {
-            name: name.into(),
-            resources: Some(ResourceRequirements {
-                requests: (!requests.is_empty()).then(|| list(requests)),
-                limits: (!limits.is_empty()).then(|| list(limits)),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    // ---- gang.md §6 canonical-results table, one assertion per row ----
+    // ---- what Kubernetes prints for sums and products, one assertion per case ----
 
     #[test]
     fn table_multiplications() {
@@ -718,15 +660,6 @@ mod tests {
         assert_eq!(acc.to_string(), "100Mi");
         assert_eq!(Qty::zero().add(&q("100Mi")).format(), QuantityFormat::BinarySI);
         assert_eq!(Qty::zero().add(&q("100Mi")).to_string(), "100Mi");
-    }
-
-    #[test]
-    fn table_empty_list() {
-        let empty = sum_resources(std::iter::empty());
-        assert!(empty.is_empty());
-        assert_eq!(serde_json::to_string(&to_resource_list(&empty)).unwrap(), "{}");
-        let cpu = empty.get("cpu").cloned().unwrap_or_else(Qty::zero);
-        assert_eq!(cpu.to_string(), "0");
     }
 
     // ---- parsing ----
@@ -829,14 +762,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn from_quantity_trims_whitespace() {
-        assert_eq!(
-            Qty::from_quantity(&Quantity(" 2Gi ".into())).unwrap().to_string(),
-            "2Gi"
-        );
-    }
-
     // ---- accessors and printing ----
 
     #[test]
@@ -866,7 +791,6 @@ mod tests {
         assert_eq!(Qty::from_i64(0, QuantityFormat::BinarySI).to_string(), "0");
         // Beyond Ei the suffix stays Ei (deliberate: Go would print a wrong value).
         assert_eq!(q("1Ei").mul(1024).to_string(), "1024Ei");
-        assert_eq!(q("1Gi").to_quantity(), Quantity("1Gi".into()));
     }
 
     #[test]
@@ -880,7 +804,7 @@ mod tests {
 
     #[test]
     fn serde_round_trip() {
-        let totals: ResourceTotals = serde_json::from_str(r#"{"cpu":"1.5","memory":"1024Mi"}"#).unwrap();
+        let totals: BTreeMap<String, Qty> = serde_json::from_str(r#"{"cpu":"1.5","memory":"1024Mi"}"#).unwrap();
         assert_eq!(
             serde_json::to_string(&totals).unwrap(),
             r#"{"cpu":"1500m","memory":"1Gi"}"#
@@ -888,88 +812,58 @@ mod tests {
         assert!(serde_json::from_str::<Qty>(r#""bogus""#).is_err());
     }
 
-    // ---- resource lists ----
-
     #[test]
-    fn pod_resources_requests_win_and_limits_fill_gaps() {
-        // gang.md G56: requests cpu 1; limits cpu 1, memory 200Mi.
-        let spec = PodSpec {
-            containers: vec![container("c", &[("cpu", "1")], &[("cpu", "1"), ("memory", "200Mi")])],
-            ..Default::default()
-        };
-        let before = spec.clone();
-        let totals = pod_resources(&spec).unwrap();
-        assert_eq!(to_resource_list(&totals), list(&[("cpu", "1"), ("memory", "200Mi")]));
-        assert_eq!(spec, before);
+    fn parse_trimmed_ignores_surrounding_whitespace() {
+        assert_eq!(Qty::parse_trimmed(" 2Gi ").unwrap().to_string(), "2Gi");
+        assert!(Qty::parse("1 ").is_err());
     }
 
     #[test]
-    fn pod_resources_sums_containers_and_ignores_init_containers() {
-        let spec = PodSpec {
-            containers: vec![
-                container(
-                    "a",
-                    &[("cpu", "256m"), ("memory", "256Mi")],
-                    &[("cpu", "500m"), ("nvidia.com/gpu", "1")],
-                ),
-                container("b", &[("cpu", "500m")], &[("memory", "200Mi")]),
-                Container {
-                    name: "no-resources".into(),
-                    ..Default::default()
-                },
-            ],
-            init_containers: Some(vec![container("init", &[("cpu", "10")], &[])]),
-            ..Default::default()
-        };
-        let totals = pod_resources(&spec).unwrap();
-        assert_eq!(
-            to_resource_list(&totals),
-            list(&[("cpu", "756m"), ("memory", "456Mi"), ("nvidia.com/gpu", "1")])
-        );
+    fn value_ceil_examples() {
+        let v = |s: &str| q(s).value_ceil();
+        assert_eq!(v("500m"), 1);
+        assert_eq!(v("2.5"), 3);
+        assert_eq!(v("4Gi"), 4_294_967_296);
+        assert_eq!(v("1"), 1);
+        assert_eq!(v("2e3"), 2000);
+        assert_eq!(v("100M"), 100_000_000);
+        assert_eq!(v("0"), 0);
+        assert_eq!(v("1.5Gi"), 1_610_612_736);
+        assert!(q("0m").is_zero());
+        assert!(Qty::parse("1Xi").is_err());
     }
 
     #[test]
-    fn pod_resources_names_the_bad_entry() {
-        let spec = PodSpec {
-            containers: vec![container("ray-head", &[("cpu", "lots")], &[])],
-            ..Default::default()
-        };
-        let err = pod_resources(&spec).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("ray-head") && text.contains("cpu") && text.contains("lots"),
-            "{text}"
-        );
+    fn millis_are_exact_and_round_up() {
+        let m = |s: &str| q(s).as_millis_ceil();
+        assert_eq!(m("1"), 1000);
+        assert_eq!(m("250m"), 250);
+        assert_eq!(m("1.5"), 1500);
+        assert_eq!(m("0.1"), 100);
+        assert_eq!(m("1Ki"), 1_024_000);
+        assert_eq!(m("6Gi"), 6 * (1 << 30) * 1000);
+        assert_eq!(m("1.5Gi"), 3 * (1 << 29) * 1000);
+        assert_eq!(m("2k"), 2_000_000);
+        assert_eq!(m("1e3"), 1_000_000);
+        assert_eq!(m("1n"), 1);
+        assert_eq!(m("-2"), -2000);
+        // Beyond what `milli_value_ceil` can hold.
+        assert_eq!(m("1000P"), 10i128.pow(21));
+        assert_eq!(q("1000P").milli_value_ceil(), i64::MAX);
+        assert!(Qty::parse("1Qi").is_err());
     }
 
     #[test]
-    fn sum_copies_first_then_adds() {
-        let head: ResourceTotals = parse_resource_list(&list(&[("cpu", "1"), ("memory", "2Gi")])).unwrap();
-        let workers = scale_resources(
-            &parse_resource_list(&list(&[("cpu", "1"), ("memory", "1Gi")])).unwrap(),
-            2,
-        );
-        let total = sum_resources([&head, &workers]);
-        assert_eq!(to_resource_list(&total), list(&[("cpu", "3"), ("memory", "4Gi")]));
-    }
-
-    #[test]
-    fn scale_by_zero_keeps_keys() {
-        let gpu = parse_resource_list(&list(&[("nvidia.com/gpu", "1")])).unwrap();
-        assert_eq!(
-            to_resource_list(&scale_resources(&gpu, 0)),
-            list(&[("nvidia.com/gpu", "0")])
-        );
-    }
-
-    #[test]
-    fn semantic_list_equality() {
-        let a = parse_resource_list(&list(&[("cpu", "1"), ("memory", "1Gi")])).unwrap();
-        let b = parse_resource_list(&list(&[("cpu", "1000m"), ("memory", "1024Mi")])).unwrap();
-        let c = parse_resource_list(&list(&[("cpu", "1")])).unwrap();
-        assert!(resource_lists_equal(&a, &b));
-        assert!(!resource_lists_equal(&a, &c));
-        assert!(!resource_lists_equal(&c, &a));
+    fn approximate_floats_follow_the_written_number() {
+        assert_eq!(approximate_f64("4").unwrap(), 4.0);
+        assert_eq!(approximate_f64("500m").unwrap(), 0.5);
+        assert_eq!(approximate_f64(" 1.5Gi ").unwrap(), 1_610_612_736.0);
+        assert_eq!(approximate_f64("0.3").unwrap(), 3.0 * 0.1);
+        assert_eq!(approximate_f64("-2e3").unwrap(), -2000.0);
+        assert_eq!(approximate_f64("0").unwrap(), 0.0);
+        assert!(approximate_f64("abc").is_err());
+        assert!(approximate_f64("1Xi").is_err());
+        assert!(approximate_f64("").is_err());
     }
 
     // ---- properties ----
