@@ -144,10 +144,15 @@ fn node_selector_term(term: &NodeSelectorTerm) -> Value {
 
 /// `corev1.NodeSelectorRequirement`.
 fn node_selector_requirement(r: &NodeSelectorRequirement) -> Value {
+    requirement(&r.key, &r.operator, &r.values)
+}
+
+/// A selector requirement (node or label): `key`, `operator`, then `values` when non-empty.
+fn requirement(key: &str, operator: &str, values: &Option<Vec<String>>) -> Value {
     GoObject::default()
-        .put("key", r.key.clone())
-        .put("operator", r.operator.clone())
-        .put_non_empty("values", strings(&r.values))
+        .put("key", key)
+        .put("operator", operator)
+        .put_non_empty("values", strings(values))
         .build()
 }
 
@@ -189,11 +194,7 @@ fn label_selector(selector: &LabelSelector) -> Value {
 
 /// `metav1.LabelSelectorRequirement`.
 fn label_selector_requirement(r: &LabelSelectorRequirement) -> Value {
-    GoObject::default()
-        .put("key", r.key.clone())
-        .put("operator", r.operator.clone())
-        .put_non_empty("values", strings(&r.values))
-        .build()
+    requirement(&r.key, &r.operator, &r.values)
 }
 
 /// `corev1.Toleration`: key, operator, value, effect, tolerationSeconds (all `omitempty`).
