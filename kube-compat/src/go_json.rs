@@ -25,6 +25,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::go_strconv::push_shared_escape;
+
 /// Formats a float as Go's `encoding/json` does: shortest representation, no `.0` on integral
 /// values, exponent form (`1e+21`, `1e-07`) only below 1e-6 or from 1e21 on.
 ///
@@ -57,12 +59,10 @@ pub fn format_float(value: f64) -> String {
 pub fn write_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
+        if push_shared_escape(out, c) {
+            continue;
+        }
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
             '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
                 let _ = write!(out, "\\u{:04x}", u32::from(c));
             }

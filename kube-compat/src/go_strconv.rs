@@ -92,23 +92,58 @@ pub fn parse_float(value: &str) -> Result<f64, NumError> {
 /// escapes (`\a \b \f \n \r \t \v`), `\xNN` for other ASCII control bytes and `\uNNNN` /
 /// `\UNNNNNNNN` for other non-printable characters; printable Unicode is kept.
 pub fn quote(text: &str) -> String {
+    quote_with(text, Escapes::Full)
+}
+
+/// A reduced `%q`: like [`quote`] for `"`, `\\`, `\n`, `\r` and `\t`, every other ASCII control byte
+/// as `\xNN` (BEL, BS, VT and FF included, where Go writes `\a \b \v \f`), and every other character
+/// kept as is (Go escapes non-printable non-ASCII ones). KubeRay-compatible validation messages use it.
+pub fn quote_ascii_controls(text: &str) -> String {
+    quote_with(text, Escapes::AsciiControls)
+}
+
+/// Appends the escape that Go's quoted literals and JSON strings share for `c` (`\"`, `\\`, `\n`,
+/// `\r`, `\t`); `false`, appending nothing, when `c` has none.
+pub(crate) fn push_shared_escape(out: &mut String, c: char) -> bool {
+    let escape = match c {
+        '"' => "\\\"",
+        '\\' => "\\\\",
+        '\n' => "\\n",
+        '\r' => "\\r",
+        '\t' => "\\t",
+        _ => return false,
+    };
+    out.push_str(escape);
+    true
+}
+
+/// Which escapes a quoting applies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    /// Everything `strconv.Quote` escapes.
+    Full,
+    /// Only `"`, `\\` and the ASCII control characters, with no C escapes beyond `\n \r \t`.
+    AsciiControls,
+}
+
+/// Quotes `text` with the given escapes.
+fn quote_with(text: &str, escapes: Escapes) -> String {
+    let full = escapes == Escapes::Full;
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
+        if push_shared_escape(&mut out, c) {
+            continue;
+        }
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
+            '\u{7}' if full => out.push_str("\\a"),
+            '\u{8}' if full => out.push_str("\\b"),
+            '\u{b}' if full => out.push_str("\\v"),
+            '\u{c}' if full => out.push_str("\\f"),
             c if u32::from(c) < 0x20 || c == '\u{7f}' => {
                 let _ = write!(out, "\\x{:02x}", u32::from(c));
             }
-            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
+            c if full && (c.is_control() || (c.is_whitespace() && c != ' ')) => {
                 let code = u32::from(c);
                 if code < 0x1_0000 {
                     let _ = write!(out, "\\u{code:04x}");
@@ -188,5 +223,15 @@ mod tests {
         assert_eq!(quote("tab\there\nnl\u{1}"), r#""tab\there\nnl\x01""#);
         assert_eq!(quote("héllo\u{2028}"), "\"héllo\\u2028\"");
         assert_eq!(quote("\u{7}\u{8}\u{b}\u{c}\u{7f}"), r#""\a\b\v\f\x7f""#);
+    }
+
+    #[test]
+    fn ascii_control_quoting_keeps_other_characters() {
+        assert_eq!(quote_ascii_controls("a\"b\\c\n\t\r"), r#""a\"b\\c\n\t\r""#);
+        assert_eq!(
+            quote_ascii_controls("\u{7}\u{8}\u{b}\u{c}\u{7f}"),
+            r#""\x07\x08\x0b\x0c\x7f""#
+        );
+        assert_eq!(quote_ascii_controls("héllo\u{2028}"), "\"héllo\u{2028}\"");
     }
 }

@@ -820,35 +820,41 @@ mod tests {
 
     #[test]
     fn value_ceil_examples() {
-        let v = |s: &str| q(s).value_ceil();
-        assert_eq!(v("500m"), 1);
-        assert_eq!(v("2.5"), 3);
-        assert_eq!(v("4Gi"), 4_294_967_296);
-        assert_eq!(v("1"), 1);
-        assert_eq!(v("2e3"), 2000);
-        assert_eq!(v("100M"), 100_000_000);
-        assert_eq!(v("0"), 0);
-        assert_eq!(v("1.5Gi"), 1_610_612_736);
+        for (text, value) in [
+            ("500m", 1),
+            ("2.5", 3),
+            ("4Gi", 4_294_967_296),
+            ("1", 1),
+            ("2e3", 2000),
+            ("100M", 100_000_000),
+            ("0", 0),
+            ("1.5Gi", 1_610_612_736),
+        ] {
+            assert_eq!(q(text).value_ceil(), value, "{text}");
+        }
         assert!(q("0m").is_zero());
         assert!(Qty::parse("1Xi").is_err());
     }
 
     #[test]
     fn millis_are_exact_and_round_up() {
-        let m = |s: &str| q(s).as_millis_ceil();
-        assert_eq!(m("1"), 1000);
-        assert_eq!(m("250m"), 250);
-        assert_eq!(m("1.5"), 1500);
-        assert_eq!(m("0.1"), 100);
-        assert_eq!(m("1Ki"), 1_024_000);
-        assert_eq!(m("6Gi"), 6 * (1 << 30) * 1000);
-        assert_eq!(m("1.5Gi"), 3 * (1 << 29) * 1000);
-        assert_eq!(m("2k"), 2_000_000);
-        assert_eq!(m("1e3"), 1_000_000);
-        assert_eq!(m("1n"), 1);
-        assert_eq!(m("-2"), -2000);
-        // Beyond what `milli_value_ceil` can hold.
-        assert_eq!(m("1000P"), 10i128.pow(21));
+        for (text, millis) in [
+            ("1", 1000),
+            ("250m", 250),
+            ("1.5", 1500),
+            ("0.1", 100),
+            ("1Ki", 1_024_000),
+            ("6Gi", 6 * (1 << 30) * 1000),
+            ("1.5Gi", 3 * (1 << 29) * 1000),
+            ("2k", 2_000_000),
+            ("1e3", 1_000_000),
+            ("1n", 1),
+            ("-2", -2000),
+            // Beyond what `milli_value_ceil` can hold.
+            ("1000P", 10i128.pow(21)),
+        ] {
+            assert_eq!(q(text).as_millis_ceil(), millis, "{text}");
+        }
         assert_eq!(q("1000P").milli_value_ceil(), i64::MAX);
         assert!(Qty::parse("1Qi").is_err());
     }

@@ -365,24 +365,8 @@ mod k8s {
         format!("[{}]", items.join(" "))
     }
 
-    /// Go's `%q` of a string (ASCII escapes; other characters kept).
-    pub(super) fn go_quote(s: &str) -> String {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
+    /// The `%q` quoting of validation messages (ASCII escapes; other characters kept).
+    pub(super) use kube_compat::go_strconv::quote_ascii_controls as go_quote;
 
     /// `version.ParseGeneric`: `v?N.N(.N)*` followed by anything; the numeric components.
     pub(super) fn parse_generic_version(s: &str) -> Result<Vec<u64>, String> {
