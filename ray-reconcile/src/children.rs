@@ -14,6 +14,7 @@ use crate::error::PassError;
 use crate::events::{EventSpec, action, reason};
 use crate::executor::{Context, cluster_key, create_child, is_already_exists};
 use crate::status::suspend_status;
+use base64::Engine as _;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, ListParams, PostParams};
@@ -313,30 +314,16 @@ pub fn build_auth_secret(cluster: &RayCluster, token: &str) -> Secret {
     secret
 }
 
-/// Standard base64 with padding (Go's `base64.StdEncoding`).
-pub fn base64_std(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let index = (n >> (18 - 6 * i)) & 63;
-                out.push(char::from(ALPHABET[index as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// Token text for `bytes`: standard base64 with padding (Go's `base64.StdEncoding`).
+fn token_text(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A fresh token: [`AUTH_TOKEN_BYTES`] bytes from the kernel's CSPRNG, base64-encoded.
 pub fn random_auth_token() -> std::io::Result<String> {
     let mut bytes = [0u8; AUTH_TOKEN_BYTES];
     std::fs::File::open(RANDOM_SOURCE)?.read_exact(&mut bytes)?;
-    Ok(base64_std(&bytes))
+    Ok(token_text(&bytes))
 }
 
 /// `reconcileAuthSecret`: create the token Secret when needed and missing (never updated).
@@ -866,9 +853,9 @@ spec:
             ("fooba", "Zm9vYmE="),
             ("foobar", "Zm9vYmFy"),
         ] {
-            assert_eq!(base64_std(input.as_bytes()), want, "{input:?}");
+            assert_eq!(token_text(input.as_bytes()), want, "{input:?}");
         }
-        assert_eq!(base64_std(&[0xfb, 0xff]), "+/8=");
+        assert_eq!(token_text(&[0xfb, 0xff]), "+/8=");
     }
 
     #[test]
