@@ -8,6 +8,7 @@ use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
 use crate::expectations::{ScaleAction, ScaleExpectations};
 use crate::index::{ClusterIndex, ClusterKey};
+use crate::kube_errors::{is_already_exists, is_not_found};
 use crate::metrics::{ClusterLabels, ControllerMetrics};
 use crate::observed::{ObservedState, PodInfo, ServiceInfo};
 use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
@@ -187,14 +188,6 @@ fn cluster_labels(cluster: &RayCluster) -> ClusterLabels {
         namespace: cluster.namespace().unwrap_or_default(),
         uid: cluster.metadata.uid.clone().unwrap_or_default(),
     }
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_not_found())
-}
-
-pub(crate) fn is_already_exists(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_already_exists())
 }
 
 /// One RayCluster pass (KubeRay's `Reconcile` + `rayClusterReconcile`).

@@ -8,6 +8,7 @@
 use crate::error::{PassError, ReconcileError};
 use crate::events::{EventSpec, action, reason};
 use crate::executor::{Context, SHORT_REQUEUE, cluster_key};
+use crate::kube_errors::is_already_exists;
 use crate::observed::PodRole;
 use crate::podgen::ClusterPods;
 use k8s_openapi::api::batch::v1::Job;
@@ -191,7 +192,7 @@ async fn cleanup(cluster: &RayCluster, ctx: &Context) -> Result<Action, Reconcil
             .await;
             Ok(Action::requeue(SHORT_REQUEUE))
         }
-        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(Action::requeue(SHORT_REQUEUE)),
+        Err(e) if is_already_exists(&e) => Ok(Action::requeue(SHORT_REQUEUE)),
         Err(e) => {
             let note = format!("Failed to create Redis cleanup Job {ns}/{job_name}, {e}");
             ctx.publish(

@@ -19,6 +19,7 @@ pub mod executor;
 pub mod expectations;
 pub mod gcs_ft;
 pub mod index;
+pub mod kube_errors;
 pub mod metrics;
 pub mod mtls;
 pub mod observed;

@@ -49,6 +49,7 @@ use super::plan::{
 use crate::children::{pod_group_name, sync_pod_group};
 use crate::cluster_feed::ClusterFeed;
 use crate::events::{EventSpec, Severity, action};
+use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 use crate::metrics::ClusterLabels;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
@@ -269,7 +270,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                     .await
                 {
                     Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+                    Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
                     Err(e) => return Err(e.into()),
                 }
                 if removing && let Some(metrics) = &ctx.config.metrics {
@@ -301,7 +302,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                         )
                         .await;
                     }
-                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) if is_conflict(&e) => {}
                     Err(e) => {
                         let note = events::failed_to_create_cluster(&ns, cluster, &e);
                         ctx.publish(
@@ -323,7 +324,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                         )
                         .await;
                     }
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) if is_not_found(&e) => {}
                     Err(e) => {
                         let note = events::failed_to_delete_cluster(&ns, cluster, &e);
                         ctx.publish(
@@ -372,7 +373,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                         )
                         .await;
                     }
-                    Err(kube::Error::Api(e)) if e.code == 409 => {}
+                    Err(e) if is_conflict(&e) => {}
                     Err(e) => {
                         let note = events::failed_to_create_submitter(&ns, &name, &e);
                         ctx.publish(
@@ -393,7 +394,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                     )
                     .await;
                 }
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) if is_not_found(&e) => {}
                 Err(e) => {
                     let note = events::failed_to_delete_submitter(&ns, &name, &e);
                     ctx.publish(
@@ -433,7 +434,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
                         info!(rayjob = %name, "deleted the RayJob after it finished");
                         return Ok(Action::await_change());
                     }
-                    Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+                    Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -451,7 +452,7 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
             .await
         {
             Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+            Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),
         }
         if let Some(metrics) = &ctx.config.metrics
@@ -610,11 +611,8 @@ async fn suspend_worker_groups(clusters: &Api<RayCluster>, cluster: &RayCluster)
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PostParams::default()
     };
-    match clusters.replace(&cluster.name_any(), &pp, &updated).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    ok_if_not_found(clusters.replace(&cluster.name_any(), &pp, &updated).await)?;
+    Ok(())
 }
 
 /// Creates the RayJob-owned head service `<rayjob>-head-svc`, or points it at `cluster` when its
@@ -637,7 +635,7 @@ async fn ensure_head_service(
     match services.get_opt(&name).await? {
         None => match services.create(pp, &desired).await {
             Ok(_) => info!(rayjob = %job.name_any(), service = %name, "created the RayJob head service"),
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) if is_conflict(&e) => {}
             Err(e) => return Err(e.into()),
         },
         Some(existing) => {

@@ -59,6 +59,7 @@ use super::serve_api::{ProxyHealthTarget, ServeClient, ServeTarget};
 use crate::cluster_feed::ClusterFeed;
 use crate::conditions::{self, HEAD_POD_READY, TRUE};
 use crate::events::{EventSpec, action};
+use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 use crate::rayjob::dashboard::DashboardTarget;
 use crate::rayjob::plan::dashboard_url;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
@@ -523,8 +524,8 @@ impl Pass<'_> {
             .await
         {
             Ok(_) => Ok(Action::requeue(DEFAULT_REQUEUE)),
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(Action::requeue(CONFLICT_REQUEUE)),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(Action::await_change()),
+            Err(e) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_REQUEUE)),
+            Err(e) if is_not_found(&e) => Ok(Action::await_change()),
             Err(e) => Err(e.into()),
         }
     }
@@ -537,15 +538,12 @@ impl Pass<'_> {
             finalizers.retain(|f| f != RAY_SERVICE_FINALIZER);
         }
         let patch = json!({ "metadata": { "finalizers": finalizers } });
-        match self
-            .rayservices()
-            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        ok_if_not_found(
+            self.rayservices()
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await,
+        )?;
+        Ok(())
     }
 
     /// Step 3: schedules and performs the deletion of clusters that are neither active nor
@@ -578,7 +576,7 @@ impl Pass<'_> {
                         )
                         .await;
                 }
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) if is_not_found(&e) => {}
                 Err(e) => {
                     self.ctx
                         .publish(
@@ -613,26 +611,18 @@ impl Pass<'_> {
                 .await?;
         }
         for cluster in clusters.iter().filter(|c| c.metadata.deletion_timestamp.is_none()) {
-            match self
-                .clusters
-                .delete(&cluster.name_any(), &DeleteParams::background())
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
+            ok_if_not_found(
+                self.clusters
+                    .delete(&cluster.name_any(), &DeleteParams::background())
+                    .await,
+            )?;
         }
         for service in services.iter().filter(|s| s.metadata.deletion_timestamp.is_none()) {
-            match self
-                .services
-                .delete(&service.name_any(), &DeleteParams::background())
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
+            ok_if_not_found(
+                self.services
+                    .delete(&service.name_any(), &DeleteParams::background())
+                    .await,
+            )?;
         }
         Ok(left)
     }
@@ -668,11 +658,7 @@ impl Pass<'_> {
             return Ok(0);
         };
         if existing.meta().deletion_timestamp.is_none() {
-            match api.delete(name, &DeleteParams::background()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
+            ok_if_not_found(api.delete(name, &DeleteParams::background()).await)?;
         }
         Ok(1)
     }
@@ -743,7 +729,7 @@ impl Pass<'_> {
                             .await;
                         pending = Some(created);
                     }
-                    Err(kube::Error::Api(e)) if e.code == 409 => pending = self.clusters.get_opt(&name).await?,
+                    Err(e) if is_conflict(&e) => pending = self.clusters.get_opt(&name).await?,
                     Err(e) => {
                         self.ctx
                             .publish(
@@ -1192,7 +1178,7 @@ impl Pass<'_> {
                     .await;
                 Ok(())
             }
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) if is_conflict(&e) => Ok(()),
             Err(e) => {
                 self.ctx
                     .publish(
@@ -1328,7 +1314,7 @@ impl Pass<'_> {
                         .await;
                     Ok(())
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                Err(e) if is_conflict(&e) => Ok(()),
                 Err(e) => {
                     let event = format!("{}, {e}", note("Failed to create"));
                     self.ctx
