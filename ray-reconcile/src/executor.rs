@@ -14,10 +14,11 @@ use crate::observed::{ObservedState, PodInfo, ServiceInfo};
 use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
 use crate::podgen::{self, PodGenSettings};
 use crate::runtime_util::publish_event;
+use crate::status_writer::{self, MergeShape, StatusWrite};
 use crate::{children, conditions, gcs_ft, status};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::{Client, Resource, ResourceExt};
@@ -25,7 +26,6 @@ use ray_api::RayCluster;
 use ray_api::constants::{
     CRD_KIND_RAY_CLUSTER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL,
 };
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -326,42 +326,14 @@ fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClu
     }
 }
 
-/// A JSON merge patch turning `old` into `new` (removed keys become `null`).
-pub fn merge_patch(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(o), Value::Object(n)) => {
-            let mut patch = serde_json::Map::new();
-            for (k, v) in n {
-                match o.get(k) {
-                    Some(ov) if ov == v => {}
-                    Some(ov) => {
-                        patch.insert(k.clone(), merge_patch(ov, v));
-                    }
-                    None => {
-                        patch.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            for k in o.keys().filter(|k| !n.contains_key(*k)) {
-                patch.insert(k.clone(), Value::Null);
-            }
-            Value::Object(patch)
-        }
-        _ => new.clone(),
-    }
-}
-
+/// Writes the cluster's new status: a merge patch of only what changed.
 async fn write_status(
     cluster: &RayCluster,
     ctx: &Context,
     new: &ray_api::RayClusterStatus,
 ) -> Result<(), ReconcileError> {
     let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let old = serde_json::to_value(cluster.status.clone().unwrap_or_default())?;
-    let new = serde_json::to_value(new)?;
-    let patch = serde_json::json!({ "status": merge_patch(&old, &new) });
-    api.patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    status_writer::write_status(&api, cluster, new, StatusWrite::Merge(MergeShape::Changes)).await?;
     Ok(())
 }
 
@@ -790,17 +762,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn merge_patch_nulls_removed_keys_and_recurses() {
-        let old = json!({"a": 1, "head": {"podIP": "1.2.3.4", "podName": "h"}, "conditions": [1]});
-        let new = json!({"a": 1, "head": {"podName": "h2"}, "conditions": [2]});
-        assert_eq!(
-            merge_patch(&old, &new),
-            json!({"head": {"podIP": null, "podName": "h2"}, "conditions": [2]})
-        );
-    }
 
     #[test]
     fn backoff_doubles_from_5ms_up_to_1000s() {

@@ -8,12 +8,13 @@
 use crate::error::{PassError, ReconcileError};
 use crate::events::{EventSpec, action, reason};
 use crate::executor::{Context, SHORT_REQUEUE, cluster_key};
+use crate::finalizers::{self, FinalizerGuard};
 use crate::kube_errors::is_already_exists;
 use crate::observed::PodRole;
 use crate::podgen::ClusterPods;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use ray_api::RayCluster;
@@ -28,31 +29,32 @@ use std::time::Duration;
 const HEAD_STOP_WAIT: Duration = Duration::from_secs(10);
 
 fn has_finalizer(cluster: &RayCluster) -> bool {
-    cluster
-        .finalizers()
-        .iter()
-        .any(|f| f == GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
+    finalizers::has_finalizer(cluster, GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
 }
 
-/// Replace the finalizer list, guarded by the resourceVersion (KubeRay uses an Update).
-async fn set_finalizers(cluster: &RayCluster, ctx: &Context, finalizers: Vec<String>) -> Result<(), kube::Error> {
-    let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let patch = serde_json::json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": cluster.resource_version()}
-    });
-    api.patch(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+/// The cluster's API; finalizer writes are guarded by the resourceVersion read (KubeRay uses an Update).
+fn clusters(cluster: &RayCluster, ctx: &Context) -> Api<RayCluster> {
+    Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default())
+}
+
+async fn add_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::Error> {
+    finalizers::add_finalizer(
+        &clusters(cluster, ctx),
+        cluster,
+        GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER,
+        FinalizerGuard::ResourceVersion,
+    )
+    .await
 }
 
 async fn remove_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::Error> {
-    let rest = cluster
-        .finalizers()
-        .iter()
-        .filter(|f| *f != GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
-        .cloned()
-        .collect();
-    set_finalizers(cluster, ctx, rest).await
+    finalizers::remove_finalizer(
+        &clusters(cluster, ctx),
+        cluster,
+        GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER,
+        FinalizerGuard::ResourceVersion,
+    )
+    .await
 }
 
 /// The deletion timeout: annotation `ray.io/gcs-ft-deletion-timeout` (a positive integer), else 300 s.
@@ -96,9 +98,7 @@ pub async fn reconcile_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<
         if has_finalizer(cluster) {
             return Ok(None);
         }
-        let mut finalizers = cluster.finalizers().to_vec();
-        finalizers.push(GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER.to_owned());
-        if let Err(e) = set_finalizers(cluster, ctx, finalizers).await {
+        if let Err(e) = add_finalizer(cluster, ctx).await {
             return Err(PassError::plain(format!(
                 "failed to add the finalizer {GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER} to the RayCluster: {e}"
             ))

@@ -17,6 +17,7 @@ pub mod event_filter;
 pub mod events;
 pub mod executor;
 pub mod expectations;
+pub mod finalizers;
 pub mod gcs_ft;
 pub mod index;
 pub mod kube_errors;
@@ -30,6 +31,7 @@ pub mod rayservice;
 pub mod runtime_util;
 pub mod slim;
 pub mod status;
+pub mod status_writer;
 pub mod validate;
 
 pub use config::{FeatureGates, ReconcileConfig};

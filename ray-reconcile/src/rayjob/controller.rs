@@ -36,7 +36,7 @@ use ray_gang::{BatchScheduler, CleanupStep, GangLog, GangLogLevel, LiveCluster, 
 use ray_podgen::PodGenConfig;
 use ray_podgen::random::SeededSuffix;
 use ray_podgen::rayjob::{build_ray_cluster_for_job, build_rayjob_head_service, build_submitter_job};
-use serde_json::{Value, json};
+use serde_json::json;
 use tracing::{debug, info, warn};
 
 use super::dashboard::{DashboardClient, DashboardTarget, job_submit_request};
@@ -49,9 +49,11 @@ use super::plan::{
 use crate::children::{pod_group_name, sync_pod_group};
 use crate::cluster_feed::ClusterFeed;
 use crate::events::{EventSpec, Severity, action};
+use crate::finalizers::{FinalizerGuard, add_finalizer, remove_finalizer};
 use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 use crate::metrics::ClusterLabels;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
+use crate::status_writer::{MergeShape, StatusWrite, StatusWriteError, write_status};
 
 /// Field manager of the RayJob controller's writes.
 pub const FIELD_MANAGER: &str = "kuberay-operator";
@@ -77,6 +79,18 @@ pub enum RayJobError {
     /// The batch scheduler refused the job or could not size its PodGroup.
     #[error("{0}")]
     Gang(#[from] ray_gang::GangError),
+    /// The status could not be serialised.
+    #[error("status serialisation failed: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl From<StatusWriteError> for RayJobError {
+    fn from(error: StatusWriteError) -> Self {
+        match error {
+            StatusWriteError::Api(e) => Self::Kube(e),
+            StatusWriteError::Serialize(e) => Self::Serialize(e),
+        }
+    }
 }
 
 /// Settings of [`run`].
@@ -160,17 +174,6 @@ fn error_policy(job: Arc<RayJob>, error: &RayJobError, _ctx: Arc<RayJobContext>)
 
 fn managed_externally(job: &RayJob) -> bool {
     job.spec.managed_by.as_deref().is_some_and(|m| m != KUBERAY_CONTROLLER)
-}
-
-/// The status as a JSON merge patch: fields present before and absent now become `null`.
-fn status_patch(old: &RayJobStatus, new: &RayJobStatus) -> Value {
-    let mut new_value = serde_json::to_value(new).unwrap_or(Value::Null);
-    if let (Value::Object(new_map), Ok(Value::Object(old_map))) = (&mut new_value, serde_json::to_value(old)) {
-        for key in old_map.keys() {
-            new_map.entry(key.clone()).or_insert(Value::Null);
-        }
-    }
-    json!({ "status": new_value })
 }
 
 #[tracing::instrument(skip_all, fields(rayjob = %job.name_any(), namespace = job.namespace().unwrap_or_default()))]
@@ -257,18 +260,13 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
         debug!(rayjob = %name, ?action, "rayjob action");
         match action {
             RayJobAction::AddFinalizer | RayJobAction::RemoveFinalizer => {
-                let mut finalizers: Vec<String> = job.finalizers().to_vec();
                 let removing = matches!(action, RayJobAction::RemoveFinalizer);
-                if removing {
-                    finalizers.retain(|f| f != RAY_JOB_STOP_JOB_FINALIZER);
+                let written = if removing {
+                    remove_finalizer(&rayjobs, &job, RAY_JOB_STOP_JOB_FINALIZER, FinalizerGuard::Unguarded).await
                 } else {
-                    finalizers.push(RAY_JOB_STOP_JOB_FINALIZER.to_owned());
-                }
-                let patch = json!({ "metadata": { "finalizers": finalizers } });
-                match rayjobs
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
+                    add_finalizer(&rayjobs, &job, RAY_JOB_STOP_JOB_FINALIZER, FinalizerGuard::Unguarded).await
+                };
+                match written {
                     Ok(_) => {}
                     Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
                     Err(e) => return Err(e.into()),
@@ -446,13 +444,9 @@ async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, 
         warn!(rayjob = %name, error = %e, "batch scheduler cleanup failed");
     }
     if plan.persist {
-        let patch = status_patch(&old, &plan.status);
-        match rayjobs
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
+        match write_status(&rayjobs, &job, &plan.status, StatusWrite::Merge(MergeShape::Whole)).await {
+            Ok(()) => {}
+            Err(StatusWriteError::Api(e)) if is_not_found(&e) => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),
         }
         if let Some(metrics) = &ctx.config.metrics

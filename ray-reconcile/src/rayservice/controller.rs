@@ -59,10 +59,12 @@ use super::serve_api::{ProxyHealthTarget, ServeClient, ServeTarget};
 use crate::cluster_feed::ClusterFeed;
 use crate::conditions::{self, HEAD_POD_READY, TRUE};
 use crate::events::{EventSpec, action};
+use crate::finalizers::{FinalizerGuard, add_finalizer, remove_finalizer};
 use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 use crate::rayjob::dashboard::DashboardTarget;
 use crate::rayjob::plan::dashboard_url;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
+use crate::status_writer::{StatusWrite, StatusWriteError, write_status};
 
 /// Create parameters carrying this controller's field manager.
 fn create_params() -> PostParams {
@@ -134,6 +136,18 @@ pub enum RayServiceError {
     /// An incremental-upgrade step failed.
     #[error("{0}")]
     Incremental(#[from] IncrementalError),
+    /// The status could not be serialised.
+    #[error("status serialisation failed: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl From<StatusWriteError> for RayServiceError {
+    fn from(error: StatusWriteError) -> Self {
+        match error {
+            StatusWriteError::Api(e) => Self::Kube(e),
+            StatusWriteError::Serialize(e) => Self::Serialize(e),
+        }
+    }
 }
 
 /// Settings of [`run`].
@@ -515,34 +529,23 @@ impl Pass<'_> {
             return Ok(Action::requeue(DEFAULT_REQUEUE));
         }
         status.last_update_time = Some(Time(now));
-        let mut object = self.service.clone();
-        object.status = Some(status);
-        object.metadata.managed_fields = None;
-        match self
-            .rayservices()
-            .replace_status(&self.name, &PostParams::default(), &object)
-            .await
-        {
-            Ok(_) => Ok(Action::requeue(DEFAULT_REQUEUE)),
-            Err(e) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_REQUEUE)),
-            Err(e) if is_not_found(&e) => Ok(Action::await_change()),
+        match write_status(&self.rayservices(), self.service, &status, StatusWrite::Replace).await {
+            Ok(()) => Ok(Action::requeue(DEFAULT_REQUEUE)),
+            Err(StatusWriteError::Api(e)) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_REQUEUE)),
+            Err(StatusWriteError::Api(e)) if is_not_found(&e) => Ok(Action::await_change()),
             Err(e) => Err(e.into()),
         }
     }
 
+    /// Adds (`present`) or removes `ray.io/rayservice-finalizer`; a RayService already gone is fine.
     async fn set_finalizer(&self, present: bool) -> Result<(), RayServiceError> {
-        let mut finalizers: Vec<String> = self.service.finalizers().to_vec();
-        if present {
-            finalizers.push(RAY_SERVICE_FINALIZER.to_owned());
+        let api = self.rayservices();
+        let written = if present {
+            add_finalizer(&api, self.service, RAY_SERVICE_FINALIZER, FinalizerGuard::Unguarded).await
         } else {
-            finalizers.retain(|f| f != RAY_SERVICE_FINALIZER);
-        }
-        let patch = json!({ "metadata": { "finalizers": finalizers } });
-        ok_if_not_found(
-            self.rayservices()
-                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await,
-        )?;
+            remove_finalizer(&api, self.service, RAY_SERVICE_FINALIZER, FinalizerGuard::Unguarded).await
+        };
+        ok_if_not_found(written)?;
         Ok(())
     }
 
