@@ -1,7 +1,8 @@
 //! The validation the RayCluster reconcile runs before doing anything (reconcile spec §6).
 //!
 //! Thin adapters over [`ray_api::validation`]: they map the controller's [`FeatureGates`] to
-//! [`ValidationOptions`] and return KubeRay's message verbatim, as the controller puts it in events.
+//! [`ValidationOptions`](validation::ValidationOptions) and return KubeRay's message verbatim, as
+//! the controller puts it in events.
 
 use crate::config::FeatureGates;
 use ray_api::RayCluster;

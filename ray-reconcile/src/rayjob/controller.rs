@@ -46,12 +46,12 @@ use super::plan::{
     DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanConfig, RayJobPlanError, SidecarObservation,
     SidecarObservationError, SubmitterObservation, execution_duration, plan_ray_job, status_changed,
 };
-use crate::children::{pod_group_name, sync_pod_group};
 use crate::cluster_feed::ClusterFeed;
 use crate::events::{EventSpec, Severity, action};
 use crate::finalizers::{FinalizerGuard, add_finalizer, remove_finalizer};
 use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 use crate::metrics::ClusterLabels;
+use crate::pod_group_sync::{pod_group_name, sync_pod_group};
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 use crate::status_writer::{MergeShape, StatusWrite, StatusWriteError, write_status};
 

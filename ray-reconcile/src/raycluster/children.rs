@@ -8,24 +8,23 @@
 //! KubeRay's events. Every object carries the cluster's controller reference (except a PVC with
 //! `deletionPolicy: Retain`), so the API server garbage-collects it with the cluster.
 
+use super::executor::{Context, cluster_key, create_child};
+use super::status::suspend_status;
 use crate::conditions;
 use crate::config::FeatureGates;
 use crate::error::PassError;
 use crate::events::{EventSpec, action, reason};
-use crate::executor::{Context, cluster_key, create_child};
 use crate::kube_errors::is_already_exists;
-use crate::status::suspend_status;
+use crate::pod_group_sync::{pod_group_name, sync_pod_group};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, PostParams};
-use kube::{Resource, ResourceExt};
 use ray_api::constants::{
     ENABLE_SERVE_SERVICE_ANNOTATION, ENABLE_SERVE_SERVICE_TRUE, RAY_CLUSTER_HEADLESS_SERVICE_LABEL, RAY_CLUSTER_LABEL,
 };
 use ray_api::quantity::Qty;
 use ray_api::{AuthMode, RayCluster};
-use ray_gang::volcano::SyncPlan;
-use ray_gang::{DesiredPodGroup, scheduler_plugins, volcano};
 use ray_podgen::cluster::{cluster_name, cluster_namespace, cluster_owner_reference};
 use ray_podgen::env_names::RAY_AUTH_TOKEN_SECRET_KEY;
 use ray_podgen::names::{check_name, serve_service_name};
@@ -609,64 +608,6 @@ pub fn batch_scheduling_due(cluster: &RayCluster, gates: &FeatureGates) -> bool 
     !(gates.ray_cluster_status_conditions && suspend == Some(conditions::RAY_CLUSTER_SUSPENDED))
 }
 
-/// GET `desired`'s namesake, plan with `plan`, then CREATE / UPDATE. Returns whether it wrote.
-async fn sync_object<K>(
-    api: &Api<K>,
-    desired: &K,
-    plan: impl Fn(Option<&K>, &K) -> SyncPlan<K>,
-) -> Result<bool, kube::Error>
-where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
-{
-    let name = desired.meta().name.clone().unwrap_or_default();
-    let existing = api.get_opt(&name).await?;
-    match plan(existing.as_ref(), desired) {
-        SyncPlan::Create(obj) => match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_already_exists(&e) => Ok(false),
-            Err(e) => Err(e),
-        },
-        SyncPlan::Update(obj) => api.replace(&name, &PostParams::default(), &obj).await.map(|_| true),
-        SyncPlan::Unchanged => Ok(false),
-    }
-}
-
-/// The name of a desired PodGroup.
-pub fn pod_group_name(desired: &DesiredPodGroup) -> String {
-    match desired {
-        DesiredPodGroup::Volcano(pg) => pg.name_any(),
-        DesiredPodGroup::SchedulerPlugins(pg) => pg.name_any(),
-    }
-}
-
-/// KubeRay's `syncPodGroup`, shared by the RayCluster and RayJob controllers: GET the PodGroup named
-/// like `desired` in `namespace`, then CREATE it or UPDATE its size as the scheduler's plan says.
-/// Returns whether it wrote (KubeRay's `changed`; an `AlreadyExists` create counts as unchanged).
-pub async fn sync_pod_group(
-    client: &kube::Client,
-    namespace: &str,
-    desired: &DesiredPodGroup,
-) -> Result<bool, kube::Error> {
-    match desired {
-        DesiredPodGroup::Volcano(pg) => {
-            sync_object(
-                &Api::<volcano::PodGroup>::namespaced(client.clone(), namespace),
-                pg,
-                volcano::plan_sync,
-            )
-            .await
-        }
-        DesiredPodGroup::SchedulerPlugins(pg) => {
-            sync_object(
-                &Api::<scheduler_plugins::PodGroup>::namespaced(client.clone(), namespace),
-                pg,
-                scheduler_plugins::plan_sync,
-            )
-            .await
-        }
-    }
-}
-
 /// The batch scheduler's submission hook for a RayCluster: create or update its PodGroup (Volcano:
 /// `minMember` / `minResources` follow the spec; scheduler-plugins: create only). An error ends
 /// the pass before any pod is created.
@@ -703,6 +644,8 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use ray_api::RayClusterStatus;
+    use ray_gang::DesiredPodGroup;
+    use ray_gang::volcano::{self, SyncPlan};
 
     fn cluster(extra_spec: &str) -> RayCluster {
         let yaml = format!(

@@ -5,13 +5,13 @@
 //! storage namespace in Redis, and the finalizer goes once the Job finished (or the deletion
 //! timeout passed).
 
+use super::executor::{Context, SHORT_REQUEUE, cluster_key};
+use super::observed::PodRole;
+use super::podgen::ClusterPods;
 use crate::error::{PassError, ReconcileError};
 use crate::events::{EventSpec, action, reason};
-use crate::executor::{Context, SHORT_REQUEUE, cluster_key};
 use crate::finalizers::{self, FinalizerGuard};
 use crate::kube_errors::is_already_exists;
-use crate::observed::PodRole;
-use crate::podgen::ClusterPods;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};

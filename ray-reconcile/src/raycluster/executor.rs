@@ -1,21 +1,22 @@
-//! Carries a RayCluster pass out against the API server: runs the pure [`plan`](crate::plan), performs
+//! Carries a RayCluster pass out against the API server: runs the pure [`plan`], performs
 //! the pod operations in order with KubeRay's error/event handling, records scale expectations,
 //! ensures services and autoscaler RBAC, and writes the status only when it changed.
 
+use super::expectations::{ScaleAction, ScaleExpectations};
+use super::index::{ClusterIndex, ClusterKey};
+use super::observed::{ObservedState, PodInfo, ServiceInfo};
+use super::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
+use super::podgen::{self, PodGenSettings};
+use super::{children, gcs_ft, status};
+use crate::conditions;
 use crate::config::ReconcileConfig;
 use crate::error::{ErrorMarker, PassError, ReconcileError};
 use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
-use crate::expectations::{ScaleAction, ScaleExpectations};
-use crate::index::{ClusterIndex, ClusterKey};
 use crate::kube_errors::{is_already_exists, is_not_found};
 use crate::metrics::{ClusterLabels, ControllerMetrics};
-use crate::observed::{ObservedState, PodInfo, ServiceInfo};
-use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
-use crate::podgen::{self, PodGenSettings};
-use crate::runtime_util::publish_event;
+use crate::runtime_util::{backoff_delay, publish_event};
 use crate::status_writer::{self, MergeShape, StatusWrite};
-use crate::{children, conditions, gcs_ft, status};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -167,14 +168,6 @@ impl Context {
             tls_block: None,
         }
     }
-}
-
-/// controller-runtime's per-item backoff: 5 ms doubling per consecutive failure, capped at 1000 s.
-pub fn backoff_delay(failures: u32) -> Duration {
-    let factor = 1u32.checked_shl(failures.min(31)).unwrap_or(u32::MAX);
-    Duration::from_millis(5)
-        .saturating_mul(factor)
-        .min(Duration::from_secs(1000))
 }
 
 /// Namespace and name of a cluster.
@@ -756,18 +749,5 @@ where
                 .await;
             Err(PassError::plain(note))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_from_5ms_up_to_1000s() {
-        assert_eq!(backoff_delay(0), Duration::from_millis(5));
-        assert_eq!(backoff_delay(3), Duration::from_millis(40));
-        assert_eq!(backoff_delay(20), Duration::from_secs(1000));
-        assert_eq!(backoff_delay(u32::MAX), Duration::from_secs(1000));
     }
 }

@@ -3,12 +3,12 @@
 //! (§1.5, §3), in order, with the events and errors KubeRay attaches to each outcome.
 //! The executor performs the operations; nothing here talks to a server.
 
+use super::observed::{ObservedState, PodInfo};
+use super::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
+use super::status::{group_replicas, suspend_status};
 use crate::config::ReconcileConfig;
 use crate::error::{ErrorMarker, PassError};
 use crate::events::{EventSpec, action, reason};
-use crate::observed::{ObservedState, PodInfo};
-use crate::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
-use crate::status::{group_replicas, suspend_status};
 use crate::{conditions, validate};
 use k8s_openapi::api::core::v1::Pod;
 use ray_api::RayCluster;
@@ -595,14 +595,16 @@ spec:
         );
         // With a head already there, the workers wait too.
         let mut head_only = blocked.clone();
-        head_only.pods.push(std::sync::Arc::new(crate::observed::PodInfo {
-            pod: ObservedPod::running("demo-head-x"),
-            role: crate::observed::PodRole::Head,
-            group: "headgroup".to_owned(),
-            pod_ip: "10.0.0.1".to_owned(),
-            ready: None,
-            container_problem: None,
-        }));
+        head_only
+            .pods
+            .push(std::sync::Arc::new(crate::raycluster::observed::PodInfo {
+                pod: ObservedPod::running("demo-head-x"),
+                role: crate::raycluster::observed::PodRole::Head,
+                group: "headgroup".to_owned(),
+                pod_ip: "10.0.0.1".to_owned(),
+                ready: None,
+                container_problem: None,
+            }));
         let p = run(&head_only);
         assert!(p.actions.is_empty(), "{:?}", p.actions);
         assert!(p.error_after.is_some());
