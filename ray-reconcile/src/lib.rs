@@ -16,17 +16,16 @@
 //! - [`mtls`]: the cert-manager PKI of RayClusters with `tlsOptions.enabled`.
 //! - [`admission`]: KubeRay's validating webhooks, one AdmissionReview in and out, without I/O.
 //!
-//! What the controllers share stays at the root: settings ([`config`]), the RayCluster pass error
-//! ([`error`]), events ([`events`], [`event_filter`]), metrics ([`metrics`]), status conditions
-//! ([`conditions`]), RayCluster validation ([`validate`]), the runtime plumbing ([`runtime_util`]),
-//! what an API error means ([`kube_errors`]), the one way to write finalizers ([`finalizers`]) and
-//! status ([`status_writer`]), and PodGroup sync ([`pod_group_sync`]).
+//! What the controllers share stays at the root: settings ([`config`]), events ([`events`],
+//! [`event_filter`]), metrics ([`metrics`]), status conditions ([`conditions`]), the runtime
+//! plumbing ([`runtime_util`]), what an API error means ([`kube_errors`]), the one way to write
+//! finalizers ([`finalizers`]) and status ([`status_writer`]), and PodGroup sync
+//! ([`pod_group_sync`]).
 
 pub mod admission;
 pub mod cluster_feed;
 pub mod conditions;
 pub mod config;
-pub mod error;
 pub mod event_filter;
 pub mod events;
 pub mod finalizers;
@@ -39,6 +38,5 @@ pub mod rayjob;
 pub mod rayservice;
 pub mod runtime_util;
 pub mod status_writer;
-pub mod validate;
 
 pub use config::{FeatureGates, ReconcileConfig};

@@ -8,11 +8,11 @@
 //! KubeRay's events. Every object carries the cluster's controller reference (except a PVC with
 //! `deletionPolicy: Retain`), so the API server garbage-collects it with the cluster.
 
+use super::error::PassError;
 use super::executor::{Context, cluster_key, create_child};
 use super::status::suspend_status;
 use crate::conditions;
 use crate::config::FeatureGates;
-use crate::error::PassError;
 use crate::events::{EventSpec, action, reason};
 use crate::kube_errors::is_already_exists;
 use crate::pod_group_sync::{pod_group_name, sync_pod_group};

@@ -6,13 +6,13 @@
 //! `managedFields` stripped before they reach it); pods and services are reduced to
 //! [`PodInfo`] / [`ServiceInfo`] as they arrive and only KubeRay-labelled ones are watched.
 
+use super::error::ReconcileError;
 use super::executor::{self, Context};
 use super::index::{ClusterIndex, ClusterKey, Compact};
 use super::observed::{PodInfo, ServiceInfo};
 use super::podgen::PodGenSettings;
 use crate::cluster_feed::ClusterFeed;
 use crate::config::ReconcileConfig;
-use crate::error::ReconcileError;
 use crate::metrics::ControllerMetrics;
 use crate::mtls::MtlsFeed;
 use crate::runtime_util::{

@@ -2,6 +2,7 @@
 //! the pod operations in order with KubeRay's error/event handling, records scale expectations,
 //! ensures services and autoscaler RBAC, and writes the status only when it changed.
 
+use super::error::{ErrorMarker, PassError, ReconcileError};
 use super::expectations::{ScaleAction, ScaleExpectations};
 use super::index::{ClusterIndex, ClusterKey};
 use super::observed::{ObservedState, PodInfo, ServiceInfo};
@@ -10,7 +11,6 @@ use super::podgen::{self, PodGenSettings};
 use super::{children, gcs_ft, status};
 use crate::conditions;
 use crate::config::ReconcileConfig;
-use crate::error::{ErrorMarker, PassError, ReconcileError};
 use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
 use crate::kube_errors::{is_already_exists, is_not_found};

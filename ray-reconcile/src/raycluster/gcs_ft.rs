@@ -5,10 +5,10 @@
 //! storage namespace in Redis, and the finalizer goes once the Job finished (or the deletion
 //! timeout passed).
 
+use super::error::{PassError, ReconcileError};
 use super::executor::{Context, SHORT_REQUEUE, cluster_key};
 use super::observed::PodRole;
 use super::podgen::ClusterPods;
-use crate::error::{PassError, ReconcileError};
 use crate::events::{EventSpec, action, reason};
 use crate::finalizers::{self, FinalizerGuard};
 use crate::kube_errors::is_already_exists;

@@ -4,7 +4,8 @@
 //! carries one pass out through kube's `Api`, [`children`] keeps the cluster's other children
 //! (autoscaler RBAC, dashboard Ingress or Route, auth Secret, services, GCS PVC, PodGroup) and
 //! [`gcs_ft`] the Redis cleanup finalizer; [`controller`] wires kube-runtime's `Controller` to the
-//! label-selected Pod and Service watches.
+//! label-selected Pod and Service watches; [`error`] is the error of a pass (with KubeRay's
+//! `ReplicaFailure` markers) and [`validate`] the checks a pass runs first.
 //!
 //! The caches: [`index`] keeps one compact record per pod and head service ([`observed`]), decoded
 //! from the lean pod of [`slim`]; [`expectations`] prevents double creates and deletes while the
@@ -12,6 +13,7 @@
 
 pub mod children;
 pub mod controller;
+pub mod error;
 pub mod executor;
 pub mod expectations;
 pub mod gcs_ft;
@@ -21,3 +23,4 @@ pub mod plan;
 pub mod podgen;
 pub mod slim;
 pub mod status;
+pub mod validate;

@@ -3,13 +3,14 @@
 //! (§1.5, §3), in order, with the events and errors KubeRay attaches to each outcome.
 //! The executor performs the operations; nothing here talks to a server.
 
+use super::error::{ErrorMarker, PassError};
 use super::observed::{ObservedState, PodInfo};
 use super::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
 use super::status::{group_replicas, suspend_status};
+use super::validate;
+use crate::conditions;
 use crate::config::ReconcileConfig;
-use crate::error::{ErrorMarker, PassError};
 use crate::events::{EventSpec, action, reason};
-use crate::{conditions, validate};
 use k8s_openapi::api::core::v1::Pod;
 use ray_api::RayCluster;
 use ray_api::constants::{DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, KUBERAY_CONTROLLER};

@@ -1,10 +1,10 @@
 //! `calculateStatus` (reconcile spec §5): the RayCluster status a pass should leave behind,
 //! computed from the cluster, the observed pods and services and the pass error. Pure.
 
+use super::error::PassError;
 use super::observed::{ObservedState, PodInfo, PodRole};
 use crate::conditions::{self, FALSE, TRUE};
 use crate::config::FeatureGates;
-use crate::error::PassError;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::{ClusterState, HeadInfo, RayCluster, RayClusterStatus, WorkerGroupSpec};
