@@ -215,9 +215,22 @@ pub fn plan_pods(
     podgen_settings: &PodGenSettings,
     random_suffix: &mut dyn FnMut() -> String,
 ) -> PodPlan {
+    let mut generator = ClusterPods::new(cluster, podgen_settings);
+    plan_pods_from(cluster, observed, config, &mut generator, random_suffix)
+}
+
+/// [`plan_pods`] with the pass's pod generator (the one of its
+/// [`DesiredChildren`](super::desired::DesiredChildren)), so the pods come from the same build as
+/// the other children.
+pub fn plan_pods_from(
+    cluster: &RayCluster,
+    observed: &ObservedState,
+    config: &ReconcileConfig,
+    generator: &mut ClusterPods<'_>,
+    random_suffix: &mut dyn FnMut() -> String,
+) -> PodPlan {
     let mut plan = PodPlan::default();
     let mut worker_creates = 0;
-    let mut generator = ClusterPods::new(cluster, podgen_settings);
     let (ns, name) = ns_name(cluster);
     let conds = conditions::cluster_conditions(cluster);
     let suspend = suspend_status(conds);
