@@ -1,4 +1,4 @@
-//! Wires the RayCluster controller (reconcile spec §1.7, §7): kube-runtime's [`Controller`] over
+//! Wires the RayCluster controller: kube-runtime's [`Controller`] over
 //! RayClusters, plus label-selected Pod and Service watches that feed the compact
 //! [`ClusterIndex`]es and trigger exactly the clusters whose children changed.
 //!

@@ -1,4 +1,5 @@
-//! GCS fault tolerance: the Redis cleanup finalizer (reconcile spec §1.2 steps 10-11, §1.3).
+//! GCS fault tolerance: the Redis cleanup finalizer, handled right after validation and before any
+//! child is reconciled.
 //!
 //! A cluster with external-Redis GCS FT gets `ray.io/gcs-ft-redis-cleanup-finalizer`; when it is
 //! deleted its pods are removed first, then a Job built by `ray_podgen` deletes the cluster's
@@ -80,7 +81,8 @@ pub fn job_finished(job: &Job) -> bool {
         })
 }
 
-/// Steps 10-11: `Some(action)` ends the pass early (finalizer added, cleanup in progress or done).
+/// The finalizer step of a pass: `Some(action)` ends the pass early (finalizer added, cleanup in
+/// progress or done).
 pub async fn reconcile_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<Option<Action>, ReconcileError> {
     let deleting = cluster.metadata.deletion_timestamp.is_some();
     let embedded = ray_podgen::cluster::gcs_ft_embedded(&cluster.spec);

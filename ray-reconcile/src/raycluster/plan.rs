@@ -1,7 +1,7 @@
 //! The pure part of a RayCluster pass: from the cluster, what was observed and the settings, decide
-//! whether to reconcile at all (reconcile spec §1.2 steps 1-8) and which pod operations to run
-//! (§1.5, §3), in order, with the events and errors KubeRay attaches to each outcome.
-//! The executor performs the operations; nothing here talks to a server.
+//! whether to reconcile at all (management, validation, status checks) and which pod operations to
+//! run (head, then each worker group), in order, with the events and errors KubeRay attaches to
+//! each outcome. The executor performs the operations; nothing here talks to a server.
 
 use super::error::{ErrorMarker, PassError};
 use super::observed::{ObservedState, PodInfo};
@@ -20,7 +20,7 @@ use ray_autoscale::{
     head_restart_disabled, plan_head, plan_worker_group, surplus_deletion_enabled,
 };
 
-/// The decision of steps 1-8.
+/// Whether a pass goes on past its preflight checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Preflight {
     /// `spec.managedBy` names another controller: do nothing, no requeue.
@@ -40,10 +40,11 @@ fn ns_name(cluster: &RayCluster) -> (&str, &str) {
     )
 }
 
-/// Step 6: mTLS requested while cert-manager's API was not discovered at start-up.
+/// Spec validation: mTLS requested while cert-manager's API was not discovered at start-up.
 pub const TLS_REQUIRES_CERT_MANAGER: &str = "tlsOptions requires cert-manager, but cert-manager is not installed";
 
-/// Steps 1-8 of `rayClusterReconcile`.
+/// The preflight of `rayClusterReconcile`: `managedBy`, metadata / spec / upgrade-option validation
+/// (with the mTLS check) and status validation, before the finalizer and the children.
 pub fn preflight(cluster: &RayCluster, config: &ReconcileConfig) -> Preflight {
     if cluster
         .spec

@@ -1,4 +1,4 @@
-//! `calculateStatus` (reconcile spec §5): the RayCluster status a pass should leave behind,
+//! `calculateStatus`: the RayCluster status a pass should leave behind,
 //! computed from the cluster, the observed pods and services and the pass error. Pure.
 
 use super::error::PassError;
@@ -354,7 +354,7 @@ mod tests {
         }
     }
 
-    /// reconcile.md §10 case 17: head Running; worker Running+Ready; worker Pending not ready; worker Failed
+    /// KubeRay's case 17: head Running; worker Running+Ready; worker Pending not ready; worker Failed
     /// → available 1, ready 1.
     #[test]
     fn golden_r17_available_and_ready_workers() {

@@ -1,4 +1,5 @@
-//! The validation the RayCluster reconcile runs before doing anything (reconcile spec §6).
+//! The validation the RayCluster reconcile runs before doing anything: metadata, spec, upgrade
+//! options and status; a failure stops the pass with an event.
 //!
 //! Thin adapters over [`ray_api::validation`]: they map the controller's [`FeatureGates`] to
 //! [`ValidationOptions`](validation::ValidationOptions) and return KubeRay's message verbatim, as

@@ -1,7 +1,6 @@
-//! The pure RayJob plan: one reconcile pass of KubeRay's `RayJobReconciler` (job-service spec §1.4,
-//! §1.5, §1.9-§1.11, §1.13) as a function of the RayJob, what was observed (RayCluster, submitter
-//! Job, dashboard job info) and the current time, returning the operations to perform and the new
-//! status.
+//! The pure RayJob plan: one reconcile pass of KubeRay's `RayJobReconciler` (see `docs/rayjob.md`)
+//! as a function of the RayJob, what was observed (RayCluster, submitter Job, dashboard job info)
+//! and the current time, returning the operations to perform and the new status.
 //!
 //! All four submission modes are handled: `K8sJobMode` (submitter Job), `HTTPMode` (submission
 //! through [`RayJobAction::SubmitJob`]), `SidecarMode` (the submitter container of the head pod,
@@ -320,7 +319,7 @@ pub struct RayJobPlan {
     pub actions: Vec<RayJobAction>,
     /// The new status.
     pub status: RayJobStatus,
-    /// Whether the status must be written (§1.13).
+    /// Whether the status must be written ([`status_changed`]).
     pub persist: bool,
     /// When to reconcile again (`None` = only on events).
     pub requeue: Option<Duration>,
@@ -823,7 +822,8 @@ impl Pass<'_> {
         Flow::Break
     }
 
-    /// Complete / Failed: §1.11 cleanup (legacy deletion strategy and shutdownAfterJobFinishes).
+    /// Complete / Failed: the cleanup of a finished job (legacy deletion strategy and
+    /// shutdownAfterJobFinishes).
     fn finished_branch(&mut self) -> Flow {
         self.actions.push(RayJobAction::CleanupBatchScheduler);
         let done = Flow::Return {
@@ -912,7 +912,7 @@ impl Pass<'_> {
         }
     }
 
-    /// `deletionRules` mode of §1.11: among the matching rules whose `endTime + ttlSeconds` has
+    /// `deletionRules` mode of the cleanup: among the matching rules whose `endTime + ttlSeconds` has
     /// passed and whose effect is not in place yet, carry out only the most impactful one; requeue
     /// for the earliest rule still in the future.
     fn deletion_rules(&mut self, rules: &[DeletionRule]) -> Flow {
@@ -1029,7 +1029,7 @@ pub fn execution_duration(old: &RayJobStatus, new: &RayJobStatus, now: Timestamp
     })
 }
 
-/// `isJobStatusChanged` + cluster-status comparison (§1.13): whether `new` must be written.
+/// `isJobStatusChanged` + cluster-status comparison: whether `new` must be written.
 pub fn status_changed(old: &RayJobStatus, new: &RayJobStatus) -> bool {
     old.job_status.clone().unwrap_or(JobStatus::New) != new.job_status.clone().unwrap_or(JobStatus::New)
         || old.job_deployment_status.clone().unwrap_or(JobDeploymentStatus::New)

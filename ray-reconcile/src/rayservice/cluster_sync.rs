@@ -21,7 +21,7 @@ use crate::events::action;
 use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
 
 impl Pass<'_> {
-    /// Step 3: schedules and performs the deletion of clusters that are neither active nor
+    /// Schedules and performs the deletion of clusters that are neither active nor
     /// pending. Returns how many clusters this RayService still owns.
     pub(super) async fn clean_up_dangling_clusters(&self, now: Timestamp) -> Result<usize, RayServiceError> {
         let selector = self.owned_selector();
@@ -136,7 +136,8 @@ impl Pass<'_> {
         )?)
     }
 
-    /// Step 8: `reconcileRayCluster`.
+    /// `reconcileRayCluster`: reads the active and pending clusters and creates the pending one or
+    /// updates one in place, as [`plan_cluster`] says.
     pub(super) async fn reconcile_clusters(
         &self,
         active_name: Option<&str>,

@@ -102,7 +102,7 @@ impl RayServiceContext {
             .insert(cluster.to_owned(), config.to_owned());
     }
 
-    /// Step 2: drop cache entries of clusters that are neither active nor pending.
+    /// Drops the cache entries of clusters that are neither active nor pending.
     pub(super) fn prune_configs(&self, key: &ServiceKey, keep: &[Option<&str>]) {
         let mut cache = self.serve_configs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(clusters) = cache.get_mut(key) {

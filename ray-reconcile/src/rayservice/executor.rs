@@ -353,7 +353,7 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// Step 5: on a validation failure writes `Ready=False/ValidationFailed` and stops.
+    /// Validation: on a failure writes `Ready=False/ValidationFailed` and stops.
     pub(super) async fn validate(&self, now: Timestamp) -> Result<Option<Action>, RayServiceError> {
         let failure = validate_ray_service_metadata(&self.service.metadata)
             .map_err(|e| (event_reason::INVALID_RAY_SERVICE_METADATA, e.message))

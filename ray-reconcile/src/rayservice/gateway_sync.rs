@@ -18,7 +18,7 @@ use super::plan::event_reason;
 use crate::events::action;
 
 impl Pass<'_> {
-    /// Step 12: the per-cluster serve services of both clusters, the Gateway and (with an active
+    /// The per-cluster serve services of both clusters, the Gateway and (with an active
     /// cluster) the HTTPRoute carrying this pass's traffic weights; returns the HTTPRoute.
     pub(super) async fn reconcile_gateway_objects(
         &self,

@@ -51,7 +51,7 @@ impl Pass<'_> {
         Ok(pods.items.into_iter().find(|p| p.metadata.deletion_timestamp.is_none()))
     }
 
-    /// Step 10: the head pod's `ray.io/serve` label follows its serve proxy's health.
+    /// The head pod's `ray.io/serve` label follows its serve proxy's health.
     pub(super) async fn update_head_pod_serve_label(&self, cluster: &RayCluster) -> Result<(), RayServiceError> {
         let Some(pod) = self.head_pod(cluster).await? else {
             return Err(RayServiceError::NoHeadPod {
@@ -189,7 +189,7 @@ impl Pass<'_> {
         }
     }
 
-    /// Step 11: `reconcileServe` for one cluster: read application statuses, submit the serve
+    /// `reconcileServe` for one cluster: read application statuses, submit the serve
     /// config when it changed (or nothing runs), report readiness.
     pub(super) async fn reconcile_serve(
         &self,

@@ -93,7 +93,7 @@ impl Pass<'_> {
         }
     }
 
-    /// Step 13: point `<rs>-head-svc` and the serve service at `cluster`; returns the cluster
+    /// Point `<rs>-head-svc` and the serve service at `cluster`; returns the cluster
     /// both select afterwards.
     pub(super) async fn reconcile_services(&self, cluster: &RayCluster) -> Result<String, RayServiceError> {
         let head = build_rayservice_head_service(&self.name, &self.namespace, cluster, &self.ctx.config.podgen)?;
