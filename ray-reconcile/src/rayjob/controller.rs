@@ -122,6 +122,7 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
     .await;
 }
 
+/// What the controller does after a failed pass: retry after 3 s.
 fn error_policy(job: Arc<RayJob>, error: &RayJobError, _ctx: Arc<RayJobContext>) -> Action {
     warn!(rayjob = %job.name_any(), error = %error, "rayjob reconcile failed");
     Action::requeue(Duration::from_secs(3))

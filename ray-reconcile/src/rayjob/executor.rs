@@ -83,6 +83,7 @@ pub(super) struct Pass<'a> {
     pub(super) labels: ClusterLabels,
 }
 
+/// `spec.managedBy` names another controller.
 fn managed_externally(job: &RayJob) -> bool {
     job.spec.managed_by.as_deref().is_some_and(|m| m != KUBERAY_CONTROLLER)
 }
@@ -97,6 +98,7 @@ pub(super) async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Resu
 }
 
 impl<'a> Pass<'a> {
+    /// A pass over `job` (which must have a namespace).
     fn new(job: &'a RayJob, ctx: &'a RayJobContext) -> Result<Self, RayJobError> {
         let name = job.name_any();
         let namespace = job.namespace().ok_or_else(|| RayJobError::NoNamespace(name.clone()))?;
@@ -113,6 +115,7 @@ impl<'a> Pass<'a> {
         })
     }
 
+    /// The pass: observe, plan, the batch scheduler's submission hook, the actions, the status.
     async fn run(&self) -> Result<Action, RayJobError> {
         let observed = self.observe().await?;
         let mut plan = self.plan(&observed).await?;
@@ -425,6 +428,8 @@ async fn observe_sidecar(
     )?)
 }
 
+/// Where the cluster's dashboard answers: through the API server's service proxy, or at the
+/// status's `dashboardURL`.
 fn dashboard_target(ctx: &RayJobContext, cluster: &RayCluster, status: &RayJobStatus) -> DashboardTarget {
     if ctx.config.use_kubernetes_proxy {
         let service = cluster

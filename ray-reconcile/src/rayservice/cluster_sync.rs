@@ -102,6 +102,7 @@ impl Pass<'_> {
         Ok(left)
     }
 
+    /// The label selector of everything this RayService created.
     pub(super) fn owned_selector(&self) -> String {
         format!(
             "{RAY_ORIGINATED_FROM_CR_NAME_LABEL}={},{RAY_ORIGINATED_FROM_CRD_LABEL}={CRD_KIND_RAY_SERVICE}",
@@ -127,6 +128,7 @@ impl Pass<'_> {
         Ok(1)
     }
 
+    /// The RayCluster `cluster_name` as this RayService's spec builds it now.
     pub(super) fn goal_cluster(&self, cluster_name: &str) -> Result<RayCluster, RayServiceError> {
         // The pending cluster of an incremental upgrade gets its worker replicas cleared.
         Ok(build_ray_cluster_for_service(
@@ -198,6 +200,7 @@ impl Pass<'_> {
         Ok((active, pending))
     }
 
+    /// Updates the `role` (active / pending) cluster in place to the spec's goal, with an event.
     pub(super) async fn update_cluster(&self, existing: RayCluster, role: &str) -> Result<RayCluster, RayServiceError> {
         let name = existing.name_any();
         let goal = self.goal_cluster(&name)?;

@@ -83,11 +83,13 @@ pub struct RayServiceContext {
 }
 
 impl RayServiceContext {
+    /// The serve config last submitted to `cluster` of the RayService `key` (empty: none).
     pub(super) fn cached_config(&self, key: &ServiceKey, cluster: &str) -> String {
         let cache = self.serve_configs.lock().unwrap_or_else(PoisonError::into_inner);
         cache.get(key).and_then(|m| m.get(cluster)).cloned().unwrap_or_default()
     }
 
+    /// Remembers `config` as submitted to `cluster` of the RayService `key`.
     pub(super) fn cache_config(&self, key: &ServiceKey, cluster: &str, config: &str) {
         let mut cache = self.serve_configs.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= SERVE_CONFIG_CACHE_CAPACITY && !cache.contains_key(key) {
@@ -110,6 +112,7 @@ impl RayServiceContext {
         }
     }
 
+    /// Forgets everything about the RayService `key` (deleted or suspended).
     pub(super) fn forget(&self, key: &ServiceKey) {
         self.serve_configs
             .lock()
@@ -121,6 +124,7 @@ impl RayServiceContext {
             .remove(key);
     }
 
+    /// Publishes an event on the RayService (failures to publish are only logged).
     pub(super) async fn publish(
         &self,
         service: &RayService,
@@ -194,6 +198,7 @@ fn trigger_hash(service: &RayService) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// What the controller does after a failed pass: retry after the default requeue.
 fn error_policy(service: Arc<RayService>, error: &RayServiceError, _ctx: Arc<RayServiceContext>) -> Action {
     warn!(rayservice = %service.name_any(), error = %error, "rayservice reconcile failed");
     Action::requeue(DEFAULT_REQUEUE)

@@ -5,7 +5,6 @@
 //! HTTPRoute of an incremental upgrade ([`super::gateway_sync`]), the head and serve services
 //! ([`super::service_sync`]), and the status.
 
-use super::serve_sync::ServeOutcome;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -24,13 +23,13 @@ use super::controller::{RayServiceContext, ServiceKey};
 use super::error::RayServiceError;
 use super::gateway::route_weights;
 use super::incremental::{Role, incremental_enabled, reconcile_rollback_state};
-use super::plan::IncrementalInputs;
 use super::plan::{
-    DEFAULT_REQUEUE, FinalizerStep, StatusInputs, SuspendStep, calculate_status, check_initializing_timeout, condition,
-    event_reason, finalizer_step, is_initializing_timeout, managed_by_operator, plan_suspend,
-    should_prepare_new_cluster, status_changed, suspend_progress, validation_failed_status,
+    DEFAULT_REQUEUE, FinalizerStep, IncrementalInputs, StatusInputs, SuspendStep, calculate_status,
+    check_initializing_timeout, condition, event_reason, finalizer_step, is_initializing_timeout, managed_by_operator,
+    plan_suspend, should_prepare_new_cluster, status_changed, suspend_progress, validation_failed_status,
 };
-use crate::conditions::{self};
+use super::serve_sync::ServeOutcome;
+use crate::conditions;
 use crate::events::action;
 use crate::finalizers::{FinalizerGuard, add_finalizer, remove_finalizer};
 use crate::kube_errors::{is_conflict, is_not_found, ok_if_not_found};
@@ -48,18 +47,29 @@ struct Readiness {
     pending: bool,
 }
 
-/// One pass over a RayService.
+/// One pass over a RayService: the RayService and its namespace's APIs. The I/O of the steps is
+/// split over [`super::cluster_sync`], [`super::serve_sync`], [`super::gateway_sync`] and
+/// [`super::service_sync`], each adding methods to this type.
 pub(super) struct Pass<'a> {
+    /// Shared controller state.
     pub(super) ctx: &'a RayServiceContext,
+    /// The RayService.
     pub(super) service: &'a RayService,
+    /// Its name.
     pub(super) name: String,
+    /// Its namespace.
     pub(super) namespace: String,
+    /// `(namespace, name)`: the key of the controller's per-RayService state.
     pub(super) key: ServiceKey,
+    /// RayClusters in the namespace.
     pub(super) clusters: Api<RayCluster>,
+    /// Services in the namespace.
     pub(super) services: Api<Service>,
+    /// Pods in the namespace.
     pub(super) pods: Api<Pod>,
 }
 
+/// One RayService pass (unless another controller manages the RayService).
 #[tracing::instrument(skip_all, fields(rayservice = %service.name_any(), namespace = service.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile(
     service: Arc<RayService>,
@@ -87,6 +97,7 @@ pub(super) async fn reconcile(
 }
 
 impl Pass<'_> {
+    /// RayServices in the namespace.
     pub(super) fn rayservices(&self) -> Api<RayService> {
         Api::namespaced(self.ctx.client.clone(), &self.namespace)
     }

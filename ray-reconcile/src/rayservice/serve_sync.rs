@@ -42,6 +42,7 @@ pub(super) struct ServeOutcome {
 }
 
 impl Pass<'_> {
+    /// The cluster's head pod that is not terminating, if any.
     pub(super) async fn head_pod(&self, cluster: &RayCluster) -> Result<Option<Pod>, RayServiceError> {
         let selector = format!(
             "{RAY_CLUSTER_LABEL}={},{RAY_NODE_TYPE_LABEL}={NODE_TYPE_HEAD}",
@@ -111,6 +112,7 @@ impl Pass<'_> {
         }
     }
 
+    /// Whether the head pod's serve proxy answers its health check.
     pub(super) async fn proxy_healthy(&self, cluster: &RayCluster, pod: &Pod) -> bool {
         let target = if self.ctx.config.use_kubernetes_proxy {
             ProxyHealthTarget::Proxy {
@@ -169,6 +171,7 @@ impl Pass<'_> {
         })
     }
 
+    /// Where the cluster's dashboard answers: through the API server's service proxy, or directly.
     pub(super) fn dashboard_target(&self, cluster: &RayCluster) -> Result<DashboardTarget, RayServiceError> {
         if self.ctx.config.use_kubernetes_proxy {
             let service = cluster

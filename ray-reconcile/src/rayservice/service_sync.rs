@@ -104,6 +104,8 @@ impl Pass<'_> {
         Ok(cluster.name_any())
     }
 
+    /// Creates `desired` (owned by the RayService) or updates the stored Service as
+    /// [`sync_service`] says, with KubeRay's events.
     pub(super) async fn sync_one_service(&self, mut desired: Service) -> Result<(), RayServiceError> {
         let name = desired.metadata.name.clone().unwrap_or_default();
         let existing = self.services.get_opt(&name).await?;
