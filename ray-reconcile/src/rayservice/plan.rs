@@ -1,10 +1,10 @@
-//! The pure decisions of one RayService reconcile pass (job-service spec §2.4-§2.8, §2.10): which
+//! The pure decisions of one RayService reconcile pass (see `docs/rayservice.md`): which
 //! cluster to create or update in place, whether a new (pending) cluster is needed, whether the
 //! serve config must be submitted, which cluster the services point to, the new status and its
 //! conditions, the initializing timeout and the deletion schedule of dangling clusters.
 //!
 //! Everything here is a function of the RayService, the observed objects and the time; the
-//! executor in [`super::controller`] does the I/O in KubeRay's order and feeds the results back.
+//! executor in [`super::executor`] does the I/O in KubeRay's order and feeds the results back.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -217,7 +217,7 @@ pub fn managed_by_operator(service: &RayService) -> bool {
         .is_none_or(|m| m == KUBERAY_CONTROLLER)
 }
 
-/// What the finalizer step of a pass does (spec §2.4 step 4).
+/// What the finalizer step of a pass does, right after the dangling-cluster cleanup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FinalizerStep {
     /// Nothing: the finalizer is present and the RayService is not being deleted.
@@ -856,7 +856,7 @@ pub fn is_initializing_timeout(service: &RayService) -> bool {
         .is_some_and(|c| c.status == FALSE && c.reason == reason::INITIALIZING_TIMEOUT)
 }
 
-/// What the suspend step of a pass does (spec §2.9).
+/// What the suspend step of a pass does (`spec.suspend`, after validation).
 #[derive(Clone, Debug, PartialEq)]
 pub enum SuspendStep {
     /// Not suspending and not suspended: reconcile normally.

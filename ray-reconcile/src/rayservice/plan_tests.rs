@@ -1,5 +1,5 @@
-//! Golden cases of job-service spec §4 for the RayService plan (`g<number>_...`), plus the
-//! blue/green status transitions and the dangling-cluster schedule.
+//! KubeRay's RayService golden cases for the plan (`g<number>_...`, after KubeRay's case numbers),
+//! plus the blue/green status transitions and the dangling-cluster schedule.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
