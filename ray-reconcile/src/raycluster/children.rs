@@ -841,46 +841,11 @@ pub async fn reconcile_pod_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raycluster::test_fixtures::cluster;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use ray_api::RayClusterStatus;
     use ray_gang::DesiredPodGroup;
     use ray_gang::volcano::{self, SyncPlan};
-
-    fn cluster(extra_spec: &str) -> RayCluster {
-        let yaml = format!(
-            r#"
-apiVersion: ray.io/v1
-kind: RayCluster
-metadata: {{name: demo, namespace: ns, uid: u-1}}
-spec:
-  rayVersion: "2.52.0"
-  headGroupSpec:
-    rayStartParams: {{}}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:2.52.0
-          ports:
-          - {{containerPort: 6379, name: gcs-server}}
-          - {{containerPort: 8265, name: dashboard}}
-          - {{containerPort: 8000, name: serve}}
-  workerGroupSpecs:
-  - groupName: small
-    replicas: 1
-    minReplicas: 1
-    maxReplicas: 5
-    rayStartParams: {{}}
-    template:
-      spec:
-        containers:
-        - name: ray-worker
-          image: rayproject/ray:2.52.0
-{extra_spec}"#
-        );
-        let docs: Vec<RayCluster> = ray_api::yaml::from_yaml_documents(&yaml).unwrap();
-        docs.into_iter().next().unwrap()
-    }
 
     fn owned_by_demo(refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>) -> bool {
         let refs = refs.unwrap();

@@ -153,49 +153,10 @@ fn desired_head_service(cluster: &RayCluster, settings: &PodGenSettings) -> Resu
 mod tests {
     use super::*;
     use crate::config::FeatureGates;
+    use crate::raycluster::test_fixtures::cluster;
     use kube::ResourceExt;
     use ray_gang::BatchScheduler;
     use std::collections::BTreeMap;
-
-    /// The shape of KubeRay's `ray-cluster.sample.yaml`: a head with the GCS, dashboard and serve
-    /// ports, and one worker group.
-    fn cluster(extra_spec: &str) -> RayCluster {
-        let yaml = format!(
-            r#"
-apiVersion: ray.io/v1
-kind: RayCluster
-metadata: {{name: demo, namespace: ns, uid: u-1}}
-spec:
-  rayVersion: "2.52.0"
-  headGroupSpec:
-    rayStartParams: {{}}
-    template:
-      spec:
-        containers:
-        - name: ray-head
-          image: rayproject/ray:2.52.0
-          resources: {{requests: {{cpu: "1", memory: 2Gi}}}}
-          ports:
-          - {{containerPort: 6379, name: gcs-server}}
-          - {{containerPort: 8265, name: dashboard}}
-          - {{containerPort: 8000, name: serve}}
-  workerGroupSpecs:
-  - groupName: small
-    replicas: 1
-    minReplicas: 1
-    maxReplicas: 5
-    rayStartParams: {{}}
-    template:
-      spec:
-        containers:
-        - name: ray-worker
-          image: rayproject/ray:2.52.0
-          resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-{extra_spec}"#
-        );
-        let docs: Vec<RayCluster> = ray_api::yaml::from_yaml_documents(&yaml).unwrap();
-        docs.into_iter().next().unwrap()
-    }
 
     fn build(cluster: &RayCluster) -> DesiredChildren<'_> {
         static SETTINGS: std::sync::OnceLock<PodGenSettings> = std::sync::OnceLock::new();

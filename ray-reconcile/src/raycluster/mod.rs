@@ -26,4 +26,6 @@ pub mod plan;
 pub mod podgen;
 pub mod slim;
 pub mod status;
+#[cfg(test)]
+mod test_fixtures;
 pub mod validate;

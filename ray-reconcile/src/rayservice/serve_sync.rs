@@ -263,20 +263,7 @@ impl Pass<'_> {
             Err(e) => Err(e),
         };
         if let Err(e) = result {
-            let error = RayServiceError::SubmitServeConfig(e);
-            self.ctx
-                .publish(
-                    self.service,
-                    true,
-                    event_reason::FAILED_TO_UPDATE_SERVE_APPLICATIONS,
-                    action::UPDATE,
-                    format!(
-                        "Failed to update serve applications to the RayCluster {}/{cluster_name}: {error}",
-                        self.namespace
-                    ),
-                )
-                .await;
-            return Err(error);
+            return Err(self.serve_update_failed(cluster_name, e).await);
         }
         // An empty config is never cached (so it is resubmitted), as in KubeRay.
         if !serve_config.is_empty() {
@@ -297,6 +284,25 @@ impl Pass<'_> {
         Ok(())
     }
 
+    /// A failed serve-config PUT to `cluster_name`: KubeRay's `FailedToUpdateServeApplications` Warning event,
+    /// and the pass's error.
+    async fn serve_update_failed(&self, cluster_name: &str, reason: String) -> RayServiceError {
+        let error = RayServiceError::SubmitServeConfig(reason);
+        self.ctx
+            .publish(
+                self.service,
+                true,
+                event_reason::FAILED_TO_UPDATE_SERVE_APPLICATIONS,
+                action::UPDATE,
+                format!(
+                    "Failed to update serve applications to the RayCluster {}/{cluster_name}: {error}",
+                    self.namespace
+                ),
+            )
+            .await;
+        error
+    }
+
     /// `reconcileServeTargetCapacity`: moves this cluster's Serve `target_capacity` by
     /// `maxSurgePercent` when the plan says so, PUTting the config with the new capacity.
     pub(super) async fn reconcile_target_capacity(
@@ -313,20 +319,7 @@ impl Pass<'_> {
         };
         let body = serve_body_with_capacity(serve_config, Some(goal))?;
         if let Err(e) = self.ctx.serve.update_deployments(target, &body).await {
-            let error = RayServiceError::SubmitServeConfig(e.to_string());
-            self.ctx
-                .publish(
-                    self.service,
-                    true,
-                    event_reason::FAILED_TO_UPDATE_SERVE_APPLICATIONS,
-                    action::UPDATE,
-                    format!(
-                        "Failed to update serve applications to the RayCluster {}/{cluster_name}: {error}",
-                        self.namespace
-                    ),
-                )
-                .await;
-            return Err(error);
+            return Err(self.serve_update_failed(cluster_name, e.to_string()).await);
         }
         info!(rayservice = %self.name, cluster = cluster_name, target_capacity = goal, "updated target_capacity");
         set_target_capacity(status, role, goal);
