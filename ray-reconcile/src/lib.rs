@@ -10,6 +10,7 @@ pub mod admission;
 pub mod children;
 pub mod cluster_feed;
 pub mod conditions;
+pub mod decode;
 pub mod config;
 pub mod controller;
 pub mod error;
