@@ -9,7 +9,7 @@
 //! | `conflict=2%` | shorthand for `error=2%:409` restricted to writes |
 //! | `@VERB[+VERB..]` | restrict a rule to verbs: get, list, watch, create, update, patch, delete, deletecollection |
 //! | `/RESOURCE` | restrict a rule to a plural resource name (after the optional `@verbs`) |
-//! | `latency=20ms` | add latency to every request (`ms` or `s`) |
+//! | `latency=20ms` | add latency to every request (a Go duration such as `20ms` or `1.5s`; a bare number is milliseconds) |
 //! | `watch-drop=2s` | sever every open watch stream every 2 s |
 //! | `expire-watch` | the next watch request gets an in-stream 410 `Expired` |
 //! | `seed=42` | RNG seed for the percentages |
@@ -18,6 +18,8 @@
 //! operator's error paths.
 
 use std::time::Duration;
+
+use kube_compat::go_duration;
 
 use crate::error::ApiError;
 
@@ -68,19 +70,13 @@ pub struct FaultSpecError {
     pub why: String,
 }
 
+/// A fault item's duration: Go duration text (`20ms`, `2s`) or a bare number of milliseconds.
 fn parse_duration(s: &str) -> Option<Duration> {
-    if let Some(ms) = s.strip_suffix("ms") {
-        return ms.trim().parse::<u64>().ok().map(Duration::from_millis);
+    let s = s.trim();
+    if let Ok(ms) = s.parse::<u64>() {
+        return Some(Duration::from_millis(ms));
     }
-    if let Some(sec) = s.strip_suffix('s') {
-        return sec
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| *v >= 0.0)
-            .map(Duration::from_secs_f64);
-    }
-    s.parse::<u64>().ok().map(Duration::from_millis)
+    go_duration::parse(s).ok()
 }
 
 const VERBS: &[&str] = &[
@@ -274,6 +270,24 @@ mod tests {
         assert_eq!(s.decide("create", "pods").unwrap().code, 503);
         assert_eq!(s.decide("create", "pods").unwrap().reason, "ServiceUnavailable");
         assert!(s.decide("create", "pods").is_none());
+    }
+
+    #[test]
+    fn durations_are_go_text_or_bare_milliseconds() {
+        assert_eq!(
+            FaultConfig::parse("latency=250").unwrap().latency,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            FaultConfig::parse("latency=1.5s").unwrap().latency,
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            FaultConfig::parse("watch-drop=1m").unwrap().watch_drop,
+            Some(Duration::from_secs(60))
+        );
+        assert!(FaultConfig::parse("latency=soon").is_err());
+        assert!(FaultConfig::parse("latency=-1s").is_err());
     }
 
     #[test]

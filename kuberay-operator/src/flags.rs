@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use kube_compat::go_strconv;
+
 /// Every flag the operator accepts, with KubeRay's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flags {
@@ -325,7 +327,7 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
     };
     match kind {
         Kind::Bool => {
-            let v = parse_go_bool(value).ok_or_else(|| invalid("parse error"))?;
+            let v = go_strconv::parse_bool(value).map_err(|_| invalid("parse error"))?;
             match name {
                 "enable-leader-election" => flags.enable_leader_election = v,
                 "forced-cluster-upgrade" => flags.forced_cluster_upgrade = v,
@@ -336,7 +338,7 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
             }
         }
         Kind::Int => {
-            let v = parse_go_int(value).ok_or_else(|| invalid("parse error"))?;
+            let v = go_strconv::parse_int(value).map_err(|_| invalid("parse error"))?;
             match name {
                 "reconcile-concurrency" => flags.reconcile_concurrency = v,
                 "webhook-port" => {
@@ -349,7 +351,7 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
             }
         }
         Kind::Float => {
-            flags.qps = parse_go_float(value).ok_or_else(|| invalid("parse error"))?;
+            flags.qps = go_strconv::parse_float(value).map_err(|_| invalid("parse error"))?;
         }
         Kind::Str => {
             let v = value.to_owned();
@@ -373,55 +375,6 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
         }
     }
     Ok(())
-}
-
-/// Go's `strconv.ParseBool`.
-pub fn parse_go_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Go's `strconv.ParseInt(value, 0, 64)`: optional sign, `0x`/`0o`/`0b`/leading-`0` prefixes, `_`
-/// separators only with a prefix.
-fn parse_go_int(value: &str) -> Option<i64> {
-    let (negative, digits) = match value.as_bytes().first()? {
-        b'-' => (true, &value[1..]),
-        b'+' => (false, &value[1..]),
-        _ => (false, value),
-    };
-    let lower = digits.to_ascii_lowercase();
-    let (radix, rest) = if let Some(r) = lower.strip_prefix("0x") {
-        (16, r.to_owned())
-    } else if let Some(r) = lower.strip_prefix("0o") {
-        (8, r.to_owned())
-    } else if let Some(r) = lower.strip_prefix("0b") {
-        (2, r.to_owned())
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, lower[1..].to_owned())
-    } else {
-        if lower.contains('_') {
-            return None;
-        }
-        (10, lower.clone())
-    };
-    let cleaned: String = rest.chars().filter(|c| *c != '_').collect();
-    if cleaned.is_empty() || cleaned.starts_with(['+', '-']) {
-        return None;
-    }
-    let magnitude = i128::from_str_radix(&cleaned, radix).ok()?;
-    let signed = if negative { -magnitude } else { magnitude };
-    i64::try_from(signed).ok()
-}
-
-/// Go's `strconv.ParseFloat(value, 64)` for the forms flags use (decimal, exponent, `Inf`, `NaN`).
-fn parse_go_float(value: &str) -> Option<f64> {
-    if value.is_empty() || value.contains('_') {
-        return None;
-    }
-    value.parse::<f64>().ok()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use kube_sim::server::render_kubeconfig;
 use kube_sim::{FaultConfig, Gvr, ListOptions, PatchKind, SimConfig, SimHandle, Store, WatchEvent};
 use ray_api::ClusterState;
 use ray_api::constants::{NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL};
-use ray_reconcile::controller::WATCH_LIST_LOG;
+use ray_reconcile::raycluster::controller::WATCH_LIST_LOG;
 use serde_json::{Value, json};
 
 mod common;

@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_sim::SimHandle;
-use ray_api::quantity::Qty;
+use ray_api::quantity::{Qty, from_quantity};
 use ray_api::{RayCluster, RayJob, RayJobStatus};
 use ray_gang::volcano::PodGroup;
 use ray_sim::{HollowRay, HollowRayOptions};
@@ -756,7 +756,7 @@ fn min_resources_are(pg: &PodGroup, want: &[(&str, &str)]) -> bool {
     have.len() == want.len()
         && want.iter().all(|(name, value)| {
             have.get(*name)
-                .is_some_and(|q| Qty::from_quantity(q).unwrap().eq_value(&Qty::parse(value).unwrap()))
+                .is_some_and(|q| from_quantity(q).unwrap().eq_value(&Qty::parse(value).unwrap()))
         })
 }
 

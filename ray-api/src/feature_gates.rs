@@ -76,16 +76,10 @@ impl FeatureGates {
                 .split_once('=')
                 .ok_or_else(|| FeatureGateError::MissingValue(entry.to_owned()))?;
             let (name, value) = (name.trim(), value.trim());
-            let enabled = match value {
-                "1" | "t" | "T" | "TRUE" | "true" | "True" => true,
-                "0" | "f" | "F" | "FALSE" | "false" | "False" => false,
-                _ => {
-                    return Err(FeatureGateError::InvalidValue {
-                        name: name.to_owned(),
-                        value: value.to_owned(),
-                    });
-                }
-            };
+            let enabled = kube_compat::go_strconv::parse_bool(value).map_err(|_| FeatureGateError::InvalidValue {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            })?;
             let slot = match name {
                 "RayClusterStatusConditions" => &mut gates.ray_cluster_status_conditions,
                 "RayJobDeletionPolicy" => &mut gates.ray_job_deletion_policy,

@@ -13,7 +13,7 @@ use crate::cluster_resources::is_gpu_resource_key;
 use crate::planner::resources::{CPU, GPU, MEMORY, ResourceSet, TPU};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use ray_api::constants::RAY_CONTAINER_INDEX;
-use ray_api::quantity::{Qty, QuantityError};
+use ray_api::quantity::{Qty, QuantityError, from_quantity};
 use ray_api::{HeadGroupSpec, WorkerGroupSpec};
 use std::collections::BTreeMap;
 
@@ -118,7 +118,7 @@ fn ray_container_resources(template: &PodTemplateSpec) -> Result<ContainerResour
         list.iter()
             .flatten()
             .map(|(name, q)| {
-                Qty::from_quantity(q)
+                from_quantity(q)
                     .map(|q| (name.clone(), q))
                     .map_err(|source| LogicalResourceError::Quantity {
                         name: name.clone(),

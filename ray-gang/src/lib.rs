@@ -82,7 +82,7 @@ pub mod constants;
 pub mod error;
 #[cfg(test)]
 mod fixtures;
-mod gojson;
+mod go_struct_json;
 pub mod kai;
 pub mod parent;
 pub mod scheduler;

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
+use kube_compat::go_strconv;
 use ray_api::constants::{CRD_KIND_RAY_JOB, RAY_ORIGINATED_FROM_CR_NAME_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL};
 use ray_api::quantity::{ResourceTotals, parse_resource_list, resource_lists_equal, sum_resources, to_resource_list};
 use ray_api::{RayCluster, RayJob};
@@ -164,14 +165,6 @@ pub fn pod_group_name(meta: &ObjectMeta) -> String {
     format!("{VOLCANO_POD_GROUP_PREFIX}{name}{VOLCANO_POD_GROUP_SUFFIX}")
 }
 
-/// Go's `strconv.Atoi` error reason for a non-integer.
-fn atoi(value: &str) -> Result<i64, &'static str> {
-    value.parse::<i64>().map_err(|err| match err.kind() {
-        std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
-        _ => "invalid syntax",
-    })
-}
-
 /// The PodGroup as created for `parent` with the given size (docs/gang-scheduling.md#volcano).
 fn build(parent: Parent<'_>, size: &GangSize) -> Result<PodGroup, GangError> {
     let name = pod_group_name(parent.meta());
@@ -181,9 +174,9 @@ fn build(parent: Parent<'_>, size: &GangSize) -> Result<PodGroup, GangError> {
         Some(mode) => {
             let highest_tier_allowed = match parent.label(VOLCANO_NETWORK_TOPOLOGY_HIGHEST_TIER_LABEL) {
                 None => None,
-                Some(value) => Some(atoi(value).map_err(|reason| GangError::HighestTierNotInt {
+                Some(value) => Some(go_strconv::atoi(value).map_err(|err| GangError::HighestTierNotInt {
                     value: value.to_owned(),
-                    reason,
+                    reason: err.reason(),
                     pod_group: name.clone(),
                     namespace: namespace.clone(),
                 })?),

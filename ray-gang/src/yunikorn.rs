@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Affinity, PodSpec, PodTemplateSpec, Toleration};
+use kube_compat::go_json;
 use ray_api::constants::HEAD_GROUP_NAME;
 use ray_api::quantity::{QuantityError, ResourceTotals, pod_resources};
 use ray_api::{RayClusterSpec, RayJob};
@@ -16,7 +17,7 @@ use crate::constants::{
     YUNIKORN_POD_QUEUE_LABEL, YUNIKORN_QUEUE_LABEL, YUNIKORN_SCHEDULER_NAME, YUNIKORN_TASK_GROUP_NAME_ANNOTATION,
     YUNIKORN_TASK_GROUPS_ANNOTATION,
 };
-use crate::gojson::{GoObject, affinity, to_go_json, toleration};
+use crate::go_struct_json::{GoObject, affinity, toleration};
 use crate::parent::{Child, GangLog, GangLogLevel, Parent};
 use crate::sizing::num_of_hosts;
 use crate::submitter::submitter_template;
@@ -126,7 +127,7 @@ pub fn task_groups(parent: Parent<'_>) -> Result<Vec<TaskGroup>, QuantityError> 
 
 /// The `yunikorn.apache.org/task-groups` value: a compact JSON array in Go's format.
 pub fn task_groups_json(groups: &[TaskGroup]) -> String {
-    to_go_json(&Value::Array(groups.iter().map(TaskGroup::to_json).collect()))
+    go_json::to_string_in_order(&Value::Array(groups.iter().map(TaskGroup::to_json).collect()))
 }
 
 /// Whether the parent asks for gang scheduling: the label key is present, whatever its value.

@@ -8,12 +8,13 @@
 //! object, so callers set the status first, as the controller does.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_compat::go_json;
+use kube_compat::go_strconv;
 use ray_api::constants::{
     COMPONENT_NAME, CRD_KIND_RAY_JOB, DASHBOARD_PORT_NAME, DEFAULT_DASHBOARD_PORT,
     DEFAULT_SUBMITTER_CONTAINER_CPU_LIMIT, DEFAULT_SUBMITTER_CONTAINER_CPU_REQUEST,
@@ -31,7 +32,6 @@ use crate::config::PodGenConfig;
 use crate::containers::{env, push_env};
 use crate::env_names::{PYTHONUNBUFFERED, RAY_DASHBOARD_ADDRESS, RAY_JOB_SUBMISSION_ID};
 use crate::error::PodGenError;
-use crate::gojson;
 use crate::random::{SuffixSource, suffixed_name};
 
 /// Pod `restartPolicy` of the default submitter template and of a SidecarMode head pod.
@@ -197,82 +197,6 @@ pub fn build_rayjob_head_service(
     Ok(service)
 }
 
-/// Go's `strconv.Quote`: a double-quoted string with `\"`, `\\`, the C escapes (`\a \b \f \n \r
-/// \t \v`), `\xNN` for other ASCII control bytes and `\uNNNN` / `\UNNNNNNNN` for non-printable
-/// characters; printable Unicode is kept.
-pub fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c if c.is_control() || (c.is_whitespace() && c != ' ') => {
-                let code = u32::from(c);
-                if code < 0x1_0000 {
-                    let _ = write!(out, "\\u{code:04x}");
-                } else {
-                    let _ = write!(out, "\\U{code:08x}");
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `encoding/json` encoding of a decoded YAML/JSON value: object keys sorted, no spaces, HTML
-/// characters escaped, integers as integers and floats in Go's shortest form.
-fn write_go_json(out: &mut String, value: &serde_json::Value) {
-    match value {
-        serde_json::Value::Null => out.push_str("null"),
-        serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        serde_json::Value::Number(n) => {
-            if n.is_i64() || n.is_u64() {
-                out.push_str(&n.to_string());
-            } else {
-                out.push_str(&gojson::format_float(n.as_f64().unwrap_or_default()));
-            }
-        }
-        serde_json::Value::String(s) => gojson::write_string(out, s),
-        serde_json::Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(out, item);
-            }
-            out.push(']');
-        }
-        serde_json::Value::Object(map) => {
-            let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                gojson::write_string(out, key);
-                out.push(':');
-                write_go_json(out, item);
-            }
-            out.push('}');
-        }
-    }
-}
-
 /// `getRuntimeEnvJson`: `runtimeEnvYAML` converted to JSON as sigs.k8s.io/yaml's `YAMLToJSON` +
 /// Go's encoder write it (keys sorted, compact). An empty YAML string gives an empty string.
 pub fn runtime_env_yaml_to_json(runtime_env_yaml: &str) -> Result<String, PodGenError> {
@@ -281,9 +205,7 @@ pub fn runtime_env_yaml_to_json(runtime_env_yaml: &str) -> Result<String, PodGen
     }
     let value: serde_json::Value =
         ray_api::yaml::from_yaml_str(runtime_env_yaml).map_err(|err| PodGenError::RuntimeEnvYaml(err.to_string()))?;
-    let mut out = String::new();
-    write_go_json(&mut out, &value);
-    Ok(out)
+    Ok(go_json::to_string_sorted(&value))
 }
 
 /// A parsed semantic version (Masterminds/semver's loose form: optional `v`, 1-3 numbers).
@@ -345,17 +267,7 @@ pub fn metadata_json(metadata: &BTreeMap<String, String>, ray_version: Option<&s
             return Err(PodGenError::RayVersionTooOldForMetadata);
         }
     }
-    let mut out = String::from("{");
-    for (i, (key, value)) in metadata.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        gojson::write_string(&mut out, key);
-        out.push(':');
-        gojson::write_string(&mut out, value);
-    }
-    out.push('}');
-    Ok(out)
+    Ok(go_json::string_map(metadata))
 }
 
 /// Port of the head Ray container named `dashboard` in `spec` (8265 when absent): the port the
@@ -406,7 +318,7 @@ pub fn build_job_submit_command(
     let health_probe = format!(
         "python -c \"import urllib.request; r=urllib.request.urlopen('{health_url}', timeout=10); exit(0 if b'success' in r.read() else 1)\""
     );
-    let waiting = go_quote(&format!(
+    let waiting = go_strconv::quote(&format!(
         "Waiting for Ray Dashboard GCS to become healthy at {address} ..."
     ));
     let mut cmd: Vec<String> = Vec::with_capacity(64);
@@ -432,11 +344,14 @@ pub fn build_job_submit_command(
     }
     let runtime_env = runtime_env_yaml_to_json(spec.runtime_env_yaml.as_deref().unwrap_or_default())?;
     if !runtime_env.is_empty() {
-        push(&["--runtime-env-json", &go_quote(&runtime_env)]);
+        push(&["--runtime-env-json", &go_strconv::quote(&runtime_env)]);
     }
     if let Some(metadata) = spec.metadata.as_ref().filter(|m| !m.is_empty()) {
         let ray_version = spec.ray_cluster_spec.as_ref().and_then(|s| s.ray_version.as_deref());
-        push(&["--metadata-json", &go_quote(&metadata_json(metadata, ray_version)?)]);
+        push(&[
+            "--metadata-json",
+            &go_strconv::quote(&metadata_json(metadata, ray_version)?),
+        ]);
     }
     if !job_id.is_empty() {
         push(&["--submission-id", job_id]);
@@ -450,7 +365,7 @@ pub fn build_job_submit_command(
         push(&["--entrypoint-num-gpus", &format!("{gpus:.6}")]);
     }
     if let Some(resources) = non_empty(spec.entrypoint_resources.as_ref()) {
-        push(&["--entrypoint-resources", &go_quote(resources)]);
+        push(&["--entrypoint-resources", &go_strconv::quote(resources)]);
     }
     push(&["--", spec.entrypoint.as_deref().unwrap_or_default().trim(), ";"]);
     if status_check {
@@ -1141,13 +1056,6 @@ mod tests {
             build_ray_cluster_for_job(&job, "c", &PodGenConfig::default()).unwrap_err(),
             PodGenError::MissingRayClusterSpec("rayjob-sample".into())
         );
-    }
-
-    #[test]
-    fn go_quote_matches_strconv() {
-        assert_eq!(go_quote(r#"a"b\c"#), r#""a\"b\\c""#);
-        assert_eq!(go_quote("tab\there\nnl\u{1}"), r#""tab\there\nnl\x01""#);
-        assert_eq!(go_quote("héllo\u{2028}"), "\"héllo\\u2028\"");
     }
 
     #[test]

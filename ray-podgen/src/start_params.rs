@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube_compat::go_json;
+use kube_compat::quantity::{Qty, approximate_f64};
 use ray_api::constants::{DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, DEFAULT_GCS_SERVER_PORT, DEFAULT_METRICS_PORT};
-
-use crate::{gojson, qty};
 
 /// `rayStartParams`: flag name → value.
 pub type RayStartParams = BTreeMap<String, String>;
@@ -113,7 +113,7 @@ fn strip_digits(s: &str) -> Option<&str> {
 pub fn apply_group_resources(params: &mut RayStartParams, resources: &BTreeMap<String, String>) {
     let mut custom = BTreeMap::new();
     for (name, text) in resources {
-        let Some(quantity) = qty::parse(text) else {
+        let Some((quantity, amount)) = quantity_and_float(text) else {
             continue;
         };
         let normalized = name.to_lowercase();
@@ -124,11 +124,11 @@ pub fn apply_group_resources(params: &mut RayStartParams, resources: &BTreeMap<S
         } else if is_gpu_resource_key(&normalized) {
             params.insert(NUM_GPUS.to_owned(), quantity.value_ceil().to_string());
         } else {
-            custom.insert(name.clone(), quantity.as_f64());
+            custom.insert(name.clone(), amount);
         }
     }
     if !custom.is_empty() {
-        params.insert(RESOURCES.to_owned(), format!("'{}'", gojson::float_map(&custom)));
+        params.insert(RESOURCES.to_owned(), format!("'{}'", go_json::float_map(&custom)));
     }
 }
 
@@ -169,8 +169,16 @@ pub fn set_missing_params(params: &mut RayStartParams, node_type: RayNodeType, h
         .or_insert_with(|| DEFAULT_DASHBOARD_AGENT_LISTEN_PORT.to_string());
 }
 
-fn nonzero(list: Option<&BTreeMap<String, Quantity>>, key: &str) -> Option<qty::ParsedQuantity> {
-    list.and_then(|l| l.get(key)).and_then(qty::of).filter(|q| !q.is_zero())
+/// The exact quantity and Go's approximate float of `text` (surrounding whitespace trimmed), as
+/// KubeRay reads a resource amount; `None` when Go would reject the text.
+fn quantity_and_float(text: &str) -> Option<(Qty, f64)> {
+    Some((Qty::parse_trimmed(text).ok()?, approximate_f64(text).ok()?))
+}
+
+fn nonzero(list: Option<&BTreeMap<String, Quantity>>, key: &str) -> Option<Qty> {
+    list.and_then(|l| l.get(key))
+        .and_then(|q| Qty::parse_trimmed(&q.0).ok())
+        .filter(|q| !q.is_zero())
 }
 
 /// Step 6: `num-cpus` (limit, else request), `memory` (limit only) and accelerators from the Ray
@@ -210,7 +218,7 @@ fn add_accelerators(params: &mut RayStartParams, limits: &BTreeMap<String, Quant
     let mut custom_present =
         resources.contains_key(NEURON_CORE_RAY_RESOURCE) || resources.contains_key(TPU_RAY_RESOURCE);
     for (key, value) in limits {
-        let Some(quantity) = qty::of(value).filter(|q| !q.is_zero()) else {
+        let Some((quantity, amount)) = quantity_and_float(&value.0).filter(|(q, _)| !q.is_zero()) else {
             continue;
         };
         if !params.contains_key(NUM_GPUS) && is_gpu_resource_key(key) {
@@ -225,8 +233,8 @@ fn add_accelerators(params: &mut RayStartParams, limits: &BTreeMap<String, Quant
             _ => continue,
         };
         if !resources.contains_key(ray_name) {
-            resources.insert(ray_name.to_owned(), quantity.as_f64());
-            params.insert(RESOURCES.to_owned(), format!("'{}'", gojson::float_map(&resources)));
+            resources.insert(ray_name.to_owned(), amount);
+            params.insert(RESOURCES.to_owned(), format!("'{}'", go_json::float_map(&resources)));
         }
         custom_present = true;
     }

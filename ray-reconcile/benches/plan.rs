@@ -10,9 +10,10 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use ray_api::RayCluster;
 use ray_autoscale::ObservedPod;
-use ray_reconcile::observed::{ObservedState, PodInfo, PodRole, ReadyCondition};
-use ray_reconcile::podgen::PodGenSettings;
-use ray_reconcile::{ReconcileConfig, plan, status};
+use ray_reconcile::ReconcileConfig;
+use ray_reconcile::raycluster::observed::{ObservedState, PodInfo, PodRole, ReadyCondition};
+use ray_reconcile::raycluster::podgen::PodGenSettings;
+use ray_reconcile::raycluster::{plan, status};
 
 const SIZES: [usize; 3] = [10, 1_000, 5_000];
 

@@ -1,5 +1,5 @@
 //! Controller settings: KubeRay's feature gates and the operator environment variables the
-//! RayCluster path reads, resolved once at start-up (reconcile spec §0, §7).
+//! RayCluster path reads, resolved once at start-up (see `docs/operator.md`).
 
 use ray_api::constants::{
     ENABLE_GCS_FT_REDIS_CLEANUP, ENABLE_RANDOM_POD_DELETE, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS,

@@ -1,5 +1,5 @@
-//! The events the RayCluster controller emits (reconcile spec §8): KubeRay's types, reasons,
-//! actions and note wording, as plain values a plan returns and the executor publishes.
+//! The events the controllers emit: KubeRay's types, actions and note wording (and the RayCluster
+//! controller's reasons), as plain values a plan returns and the executor publishes.
 
 /// Event severity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,35 +1,43 @@
-//! The RayCluster controller: a pure plan (observed state to pod operations and status) and an
-//! executor that carries the plan out through kube's `Api`, fed by memory-lean, label-selected
-//! watches that keep one compact record per pod.
+//! KubeRay's controllers: RayCluster, RayJob and RayService, plus the cert-manager mTLS controller
+//! and the validating-webhook answers.
 //!
-//! Layout: [`plan`] and [`status`] decide (pure, tested without a server); [`executor`] acts;
-//! [`index`] and [`observed`] are the caches; [`expectations`] prevents double creates/deletes;
-//! [`controller`] wires watches, triggers and the kube-runtime `Controller`.
+//! # Layout
+//!
+//! Each controller lives in its own module and has the same shape: a pure `plan` (what a pass
+//! should do and which status it leaves behind, tested without a server), an `executor` that
+//! carries one pass out through kube's `Api`, and a `controller` that wires kube-runtime's
+//! `Controller` to its watches and holds the shared context.
+//!
+//! - [`raycluster`]: pods, services, autoscaler RBAC, ingress, auth secret, GCS PVC and PodGroups
+//!   of a RayCluster, fed by memory-lean, label-selected watches that keep one compact record per
+//!   pod; its watch also feeds the other controllers ([`cluster_feed`], [`mtls::feed`]).
+//! - [`rayjob`]: the `jobDeploymentStatus` state machine, the dashboard job client.
+//! - [`rayservice`]: blue/green and incremental upgrades, the serve config, the serve API client.
+//! - [`mtls`]: the cert-manager PKI of RayClusters with `tlsOptions.enabled`.
+//! - [`admission`]: KubeRay's validating webhooks, one AdmissionReview in and out, without I/O.
+//!
+//! What the controllers share stays at the root: settings ([`config`]), events ([`events`],
+//! [`event_filter`]), metrics ([`metrics`]), status conditions ([`conditions`]), the runtime
+//! plumbing ([`runtime_util`]), what an API error means ([`kube_errors`]), the one way to write
+//! finalizers ([`finalizers`]) and status ([`status_writer`]), and PodGroup sync
+//! ([`pod_group_sync`]).
 
 pub mod admission;
-pub mod children;
 pub mod cluster_feed;
 pub mod conditions;
 pub mod decode;
 pub mod config;
-pub mod controller;
-pub mod error;
 pub mod event_filter;
 pub mod events;
-pub mod executor;
-pub mod expectations;
-pub mod gcs_ft;
-pub mod index;
+pub mod finalizers;
+pub mod kube_errors;
 pub mod metrics;
 pub mod mtls;
-pub mod observed;
-pub mod plan;
-pub mod podgen;
+pub mod pod_group_sync;
+pub mod raycluster;
 pub mod rayjob;
 pub mod rayservice;
 pub mod runtime_util;
-pub mod slim;
-pub mod status;
-pub mod validate;
+pub mod status_writer;
 
 pub use config::{FeatureGates, ReconcileConfig};

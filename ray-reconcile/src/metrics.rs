@@ -1,4 +1,4 @@
-//! Prometheus metrics of the RayCluster controller under KubeRay's names (metrics spec):
+//! Prometheus metrics of the RayCluster controller under KubeRay's names:
 //! the `kuberay_cluster_*` custom-resource series (only with `--enable-metrics`) and
 //! controller-runtime's generic reconcile counters.
 

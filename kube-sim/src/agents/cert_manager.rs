@@ -12,6 +12,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use base64::Engine as _;
+use kube_compat::go_duration;
 use serde_json::{Value, json};
 
 use super::{Agent, Cache, Key, condition_true, is_terminating, now, status_patch};
@@ -121,14 +123,14 @@ fn strings(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn base64(bytes: &[u8]) -> Value {
-    serde_json::to_value(k8s_openapi::ByteString(bytes.to_vec())).unwrap_or(Value::Null)
+/// Standard base64 with padding, as Secret `data` values are written.
+fn base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A PEM-shaped block of `label` around the base64 of `document`.
 fn fake_pem(label: &str, document: &Value) -> String {
     let body = base64(document.to_string().as_bytes());
-    let body = body.as_str().unwrap_or_default();
     let mut pem = format!("-----BEGIN {label}-----\n");
     for chunk in body.as_bytes().chunks(64) {
         pem.push_str(&String::from_utf8_lossy(chunk));
@@ -136,39 +138,6 @@ fn fake_pem(label: &str, document: &Value) -> String {
     }
     pem.push_str(&format!("-----END {label}-----\n"));
     pem
-}
-
-/// `spec.duration` (Go duration, e.g. `2160h0m0s`).
-fn parse_go_duration(text: &str) -> Option<Duration> {
-    let mut total = 0f64;
-    let mut number = String::new();
-    let mut chars = text.chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        if c == 'm' && chars.peek() == Some(&'s') {
-            unit.push('s');
-            chars.next();
-        }
-        let value: f64 = number.parse().ok()?;
-        number.clear();
-        total += value
-            * match unit.as_str() {
-                "h" => 3600.0,
-                "m" => 60.0,
-                "s" => 1.0,
-                "ms" => 1e-3,
-                _ => return None,
-            };
-        any = true;
-    }
-    (any && number.is_empty())
-        .then(|| Duration::try_from_secs_f64(total).ok())
-        .flatten()
 }
 
 fn reconcile_certificate(store: &Store, certificate: &crate::store::StoredObject) -> Result<(), String> {
@@ -240,7 +209,7 @@ fn reconcile_certificate(store: &Store, certificate: &crate::store::StoredObject
     }
     let validity = spec["duration"]
         .as_str()
-        .and_then(parse_go_duration)
+        .and_then(|text| go_duration::parse(text).ok())
         .unwrap_or(DEFAULT_DURATION);
     let issued_at = jiff::Timestamp::now();
     let not_after = jiff::SignedDuration::try_from(validity)
@@ -301,15 +270,6 @@ fn reconcile_issuer(store: &Store, issuer: &crate::store::StoredObject) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("2160h0m0s"), Some(Duration::from_secs(2160 * 3600)));
-        assert_eq!(parse_go_duration("1h30m"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_go_duration("10"), None);
-        assert_eq!(parse_go_duration("x"), None);
-    }
 
     #[test]
     fn issued_means_ready_at_the_current_generation() {

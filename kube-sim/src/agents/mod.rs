@@ -39,6 +39,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube_compat::go_duration;
 use serde_json::{Map, Value, json};
 
 pub use hooks::{PodExit, PodExitHook, PodHooks};
@@ -193,23 +194,16 @@ impl Cache {
     }
 }
 
-/// Parses `250ms`, `30s`, `1.5m`, `2h`, `100us` or a bare number of seconds.
+/// Parses an annotation's duration: Go duration text (`250ms`, `30s`, `1.5m`, `2h`, `100us`) or a bare
+/// number of seconds (`2`, `0.5`); surrounding whitespace is ignored.
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let err = || DurationError(s.to_string());
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| err())?;
-    let secs = match unit {
-        "" | "s" => n,
-        "ms" => n / 1e3,
-        "us" | "µs" => n / 1e6,
-        "ns" => n / 1e9,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(err()),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| err())
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs: f64 = t.parse().map_err(|_| err())?;
+        return Duration::try_from_secs_f64(secs).map_err(|_| err());
+    }
+    go_duration::parse(t).map_err(|_| err())
 }
 
 fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
@@ -336,7 +330,11 @@ mod tests {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration(" 100us "), Ok(Duration::from_micros(100)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("").is_err());
     }
 
     #[test]

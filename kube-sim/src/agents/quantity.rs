@@ -1,11 +1,12 @@
 //! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`) and resource lists, in milli-units.
 //!
-//! Every amount is kept as an `i128` count of thousandths of the base unit (millicores for `cpu`, milli-bytes
-//! for `memory`, milli-pods for `pods`), which is exact for every suffix down to `m` and rounds `u`/`n` up, as
-//! the scheduler does.
+//! Quantities are read as Kubernetes reads them (`kube_compat::quantity`). Every amount is kept as an `i128`
+//! count of thousandths of the base unit (millicores for `cpu`, milli-bytes for `memory`, milli-pods for
+//! `pods`), which is exact for every suffix down to `m` and rounds `u`/`n` up, as the scheduler does.
 
 use std::collections::BTreeMap;
 
+use kube_compat::quantity::Qty;
 use serde_json::Value;
 
 /// A quantity that could not be parsed.
@@ -13,73 +14,12 @@ use serde_json::Value;
 #[error("invalid quantity {0:?}")]
 pub struct QuantityError(pub String);
 
-/// Parses a quantity into milli-units (`"1"` → 1000, `"250m"` → 250, `"1Ki"` → 1_024_000).
+/// Parses a quantity into milli-units (`"1"` → 1000, `"250m"` → 250, `"1Ki"` → 1_024_000), surrounding
+/// whitespace ignored, finer amounts rounded up.
 pub fn parse_milli(s: &str) -> Result<i128, QuantityError> {
-    let err = || QuantityError(s.to_string());
-    let t = s.trim();
-    if t.is_empty() {
-        return Err(err());
-    }
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    if num.is_empty() || num == "." {
-        return Err(err());
-    }
-    let (int_part, frac_part) = match num.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (num, ""),
-    };
-    if frac_part.contains('.') || frac_part.len() > 30 || int_part.len() > 30 {
-        return Err(err());
-    }
-    let digits = format!("{int_part}{frac_part}");
-    let mantissa: i128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().map_err(|_| err())?
-    };
-    // value = mantissa * 10^-frac * multiplier; multiplier = num / den.
-    let (mul_num, mut den): (i128, i128) = match suffix {
-        "" => (1, 1),
-        "n" => (1, 1_000_000_000),
-        "u" => (1, 1_000_000),
-        "m" => (1, 1000),
-        "k" => (1000, 1),
-        "M" => (1_000_000, 1),
-        "G" => (1_000_000_000, 1),
-        "T" => (1_000_000_000_000, 1),
-        "P" => (1_000_000_000_000_000, 1),
-        "E" => (1_000_000_000_000_000_000, 1),
-        "Ki" => (1 << 10, 1),
-        "Mi" => (1 << 20, 1),
-        "Gi" => (1 << 30, 1),
-        "Ti" => (1 << 40, 1),
-        "Pi" => (1 << 50, 1),
-        "Ei" => (1 << 60, 1),
-        other => {
-            let exp = other.strip_prefix(['e', 'E']).ok_or_else(err)?;
-            let e: i32 = exp.parse().map_err(|_| err())?;
-            if !(-18..=18).contains(&e) {
-                return Err(err());
-            }
-            if e >= 0 {
-                (10i128.pow(e.unsigned_abs()), 1)
-            } else {
-                (1, 10i128.pow(e.unsigned_abs()))
-            }
-        }
-    };
-    den = den.checked_mul(10i128.pow(frac_part.len() as u32)).ok_or_else(err)?;
-    let top = mantissa
-        .checked_mul(mul_num)
-        .and_then(|v| v.checked_mul(1000))
-        .ok_or_else(err)?;
-    let milli = (top + den - 1) / den;
-    Ok(if neg { -milli } else { milli })
+    Qty::parse_trimmed(s)
+        .map(|q| q.as_millis_ceil())
+        .map_err(|_| QuantityError(s.to_string()))
 }
 
 /// Parses a quantity given as a JSON string or number.
@@ -184,21 +124,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_suffixes() {
-        assert_eq!(parse_milli("1"), Ok(1000));
-        assert_eq!(parse_milli("250m"), Ok(250));
-        assert_eq!(parse_milli("1.5"), Ok(1500));
-        assert_eq!(parse_milli("0.1"), Ok(100));
-        assert_eq!(parse_milli("1Ki"), Ok(1_024_000));
-        assert_eq!(parse_milli("6Gi"), Ok(6 * (1 << 30) * 1000));
-        assert_eq!(parse_milli("1.5Gi"), Ok(3 * (1 << 29) * 1000));
-        assert_eq!(parse_milli("2k"), Ok(2_000_000));
-        assert_eq!(parse_milli("1e3"), Ok(1_000_000));
-        assert_eq!(parse_milli("1n"), Ok(1));
+    fn parses_strings_and_numbers() {
+        assert_eq!(parse_value(&serde_json::json!("250m")), Ok(250));
+        assert_eq!(parse_value(&serde_json::json!(" 1Ki ")), Ok(1_024_000));
+        assert_eq!(parse_value(&serde_json::json!(2)), Ok(2000));
+        assert_eq!(parse_value(&serde_json::json!(1.5)), Ok(1500));
         assert_eq!(parse_milli("-2"), Ok(-2000));
-        assert!(parse_milli("abc").is_err());
+        assert_eq!(parse_milli("abc"), Err(QuantityError("abc".into())));
         assert!(parse_milli("1Qi").is_err());
         assert!(parse_milli("").is_err());
+        assert!(parse_value(&serde_json::json!(true)).is_err());
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn validate_name(name: &str, max: usize, kind: &str, prefix: &str) -> Validation
 mod k8s {
     //! The Kubernetes and Go helpers KubeRay's validation relies on, with their exact messages:
     //! `k8s.io/apimachinery/pkg/util/validation` (name and label syntax), `util/version.ParseGeneric`,
-    //! Go's `time.ParseDuration`, `strconv.Atoi`, `%v` of a string slice and `%q`.
+    //! `%v` of a string slice and `%q`. Go durations and `strconv.Atoi` come from `kube_compat`.
 
     const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
     const DNS1035_LABEL_ERR_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -366,24 +366,8 @@ mod k8s {
         format!("[{}]", items.join(" "))
     }
 
-    /// Go's `%q` of a string (ASCII escapes; other characters kept).
-    pub(super) fn go_quote(s: &str) -> String {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
+    /// The `%q` quoting of validation messages (ASCII escapes; other characters kept).
+    pub(super) use kube_compat::go_strconv::quote_ascii_controls as go_quote;
 
     /// `version.ParseGeneric`: `v?N.N(.N)*` followed by anything; the numeric components.
     pub(super) fn parse_generic_version(s: &str) -> Result<Vec<u64>, String> {
@@ -443,73 +427,6 @@ mod k8s {
         false
     }
 
-    /// Go's `time.ParseDuration`, as nanoseconds; `None` when Go would return an error.
-    pub(super) fn parse_go_duration(s: &str) -> Option<i128> {
-        let (negative, mut rest) = match s.as_bytes().first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        if rest == "0" {
-            return Some(0);
-        }
-        if rest.is_empty() {
-            return None;
-        }
-        let mut total: i128 = 0;
-        while !rest.is_empty() {
-            let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-            let int_part = &rest[..int_len];
-            rest = &rest[int_len..];
-            let mut frac_part = "";
-            if let Some(after_dot) = rest.strip_prefix('.') {
-                let frac_len = after_dot.bytes().take_while(u8::is_ascii_digit).count();
-                frac_part = &after_dot[..frac_len];
-                rest = &after_dot[frac_len..];
-                if int_part.is_empty() && frac_part.is_empty() {
-                    return None;
-                }
-            } else if int_part.is_empty() {
-                return None;
-            }
-            let unit_len = rest
-                .char_indices()
-                .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-                .map_or(rest.len(), |(i, _)| i);
-            let unit: i128 = match &rest[..unit_len] {
-                "ns" => 1,
-                "us" | "µs" | "μs" => 1_000,
-                "ms" => 1_000_000,
-                "s" => 1_000_000_000,
-                "m" => 60_000_000_000,
-                "h" => 3_600_000_000_000,
-                _ => return None,
-            };
-            rest = &rest[unit_len..];
-            let whole: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
-            let mut value = whole.checked_mul(unit)?;
-            let mut scale = unit;
-            for digit in frac_part.bytes().take(18) {
-                scale /= 10;
-                value += i128::from(digit - b'0') * scale;
-            }
-            total = total.checked_add(value)?;
-            if total > i128::from(i64::MAX) {
-                return None;
-            }
-        }
-        Some(if negative { -total } else { total })
-    }
-
-    /// Go's `strconv.Atoi` (64-bit).
-    pub(super) fn go_atoi(s: &str) -> Option<i64> {
-        let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse().ok()
-    }
-
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -549,20 +466,6 @@ mod k8s {
             assert!(parse_generic_version("nightly").is_err());
             assert!(version_less_than(&[2, 51, 9], &[2, 52, 0]));
             assert!(!version_less_than(&[2, 52], &[2, 52, 0]));
-        }
-
-        #[test]
-        fn go_durations() {
-            assert_eq!(parse_go_duration("30m"), Some(1_800_000_000_000));
-            assert_eq!(parse_go_duration("1h30m"), Some(5_400_000_000_000));
-            assert_eq!(parse_go_duration("1.5s"), Some(1_500_000_000));
-            assert_eq!(parse_go_duration("0"), Some(0));
-            assert_eq!(parse_go_duration("-5m"), Some(-300_000_000_000));
-            assert_eq!(parse_go_duration("300"), None);
-            assert_eq!(parse_go_duration("abc"), None);
-            assert_eq!(go_atoi("300"), Some(300));
-            assert_eq!(go_atoi("-1"), Some(-1));
-            assert_eq!(go_atoi("1.5"), None);
         }
     }
 }

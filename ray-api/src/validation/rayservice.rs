@@ -2,8 +2,8 @@
 //! upgrade (docs/validation.md#rayservice).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_compat::{go_duration, go_strconv};
 
-use super::k8s;
 use super::raycluster::{autoscaling_enabled, cluster_spec, k8s_auth_enabled};
 use super::{ValidationError, ValidationOptions, ValidationResult, map_value, validate_name};
 use crate::constants::{
@@ -37,9 +37,9 @@ pub fn validate_ray_service_metadata(metadata: &ObjectMeta) -> ValidationResult 
         return Ok(());
     }
     let annotation = RAY_SERVICE_INITIALIZING_TIMEOUT_ANNOTATION;
-    let problem = if let Some(nanos) = k8s::parse_go_duration(timeout) {
+    let problem = if let Ok(nanos) = go_duration::parse_nanos(timeout) {
         (nanos <= 0).then(|| format!("annotation {annotation} must be a positive duration, got: {timeout}"))
-    } else if let Some(seconds) = k8s::go_atoi(timeout) {
+    } else if let Ok(seconds) = go_strconv::atoi(timeout) {
         (seconds <= 0).then(|| format!("annotation {annotation} must be a positive integer (seconds), got: {timeout}"))
     } else {
         Some(format!(

@@ -35,9 +35,9 @@ use super::names::{
 };
 use super::plan::{self, CertManagerKind, Decision, DesiredObject, PodIps};
 use crate::events::{EventSpec, action};
-use crate::executor::{backoff_delay, cluster_key};
-use crate::index::ClusterKey;
-use crate::runtime_util::publish_event;
+use crate::raycluster::executor::cluster_key;
+use crate::raycluster::index::ClusterKey;
+use crate::runtime_util::{backoff_delay, publish_event};
 
 /// The controller name events are reported under.
 pub const MTLS_CONTROLLER: &str = "raycluster-mtls-controller";

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use ray_api::RayCluster;
 use tokio::sync::mpsc;
 
-use crate::executor::cluster_key;
-use crate::index::{ClusterIndex, ClusterKey};
-use crate::observed::{PodInfo, PodRole};
+use crate::raycluster::executor::cluster_key;
+use crate::raycluster::index::{ClusterIndex, ClusterKey};
+use crate::raycluster::observed::{PodInfo, PodRole};
 use ray_autoscale::PodPhase;
 
 use super::plan::PodIps;

@@ -1,4 +1,4 @@
-//! The RayCluster controller's mTLS gate (reconcile spec §1.5, §3.3): before it creates head or
+//! The RayCluster controller's mTLS gate: before it creates head or
 //! worker pods of a TLS cluster, both leaf Certificates must be issued for their current spec and
 //! both Secrets must hold `tls.crt`, `tls.key` and `ca.crt`. Only TLS clusters pay for the four
 //! GETs; nothing is watched for them.

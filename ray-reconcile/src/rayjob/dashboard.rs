@@ -1,4 +1,4 @@
-//! The part of the Ray dashboard job API the RayJob controller uses (job-service spec §3.2):
+//! The part of the Ray dashboard job API the RayJob controller uses:
 //! `GET /api/jobs/<id>`, `POST /api/jobs/` (HTTPMode submission, body from [`job_submit_request`]) and
 //! `POST /api/jobs/<id>/stop`, reached either directly (`http://<dashboardURL>`, 2 s timeout) or through
 //! the API server's service proxy (`--use-kubernetes-proxy`, 10 s timeout).

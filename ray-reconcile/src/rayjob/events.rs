@@ -1,6 +1,6 @@
-//! The Kubernetes events the RayJob controller publishes on the RayJob (job-service spec §1.4,
-//! §1.6, §1.8, §1.11), with KubeRay's reasons and note wording. Severity and actions reuse
-//! [`crate::events`].
+//! The Kubernetes events the RayJob controller publishes on the RayJob (cluster and submitter
+//! lifecycle, validation, cleanup), with KubeRay's reasons and note wording. Severity and actions
+//! reuse [`crate::events`].
 
 /// Controller name in the events' `reportingController`.
 pub const RAYJOB_CONTROLLER: &str = "rayjob-controller";

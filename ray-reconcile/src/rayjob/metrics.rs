@@ -1,4 +1,4 @@
-//! Prometheus metrics of the RayJob controller under KubeRay's names (metrics spec):
+//! Prometheus metrics of the RayJob controller under KubeRay's names:
 //! `kuberay_job_info`, `kuberay_job_deployment_status` and `kuberay_job_execution_duration_seconds`,
 //! registered only with `--enable-metrics`.
 

@@ -1,11 +1,21 @@
-//! The RayJob controller (job-service spec §1): [`plan`] is the pure `jobDeploymentStatus` state
-//! machine, [`dashboard`] the
-//! dashboard job API client, [`events`] the event reasons, [`metrics`] the `kuberay_job_*` series and
-//! [`controller`] the executor and kube-runtime controller.
+//! The RayJob controller (behaviour: `docs/rayjob.md`), in the same shape as the RayCluster and
+//! RayService controllers:
+//!
+//! - [`plan`] is the pure `jobDeploymentStatus` state machine: from the RayJob and what was
+//!   observed, the actions of a pass and the new status.
+//! - [`executor`] runs one pass (observe, plan, act, write the status); the objects the job owns
+//!   are written in [`children`], the batch scheduler's hooks run in [`batch_scheduling`], and
+//!   [`dashboard`] is the dashboard job API client.
+//! - [`controller`] wires kube-runtime's `Controller`; [`error`] says why a pass failed,
+//!   [`events`] holds the event reasons and notes, [`metrics`] the `kuberay_job_*` series.
 
+pub mod batch_scheduling;
+pub mod children;
 pub mod controller;
 pub mod dashboard;
+pub mod error;
 pub mod events;
+pub mod executor;
 pub mod metrics;
 pub mod plan;
 

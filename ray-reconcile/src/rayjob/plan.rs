@@ -1,7 +1,6 @@
-//! The pure RayJob plan: one reconcile pass of KubeRay's `RayJobReconciler` (job-service spec §1.4,
-//! §1.5, §1.9-§1.11, §1.13) as a function of the RayJob, what was observed (RayCluster, submitter
-//! Job, dashboard job info) and the current time, returning the operations to perform and the new
-//! status.
+//! The pure RayJob plan: one reconcile pass of KubeRay's `RayJobReconciler` (see `docs/rayjob.md`)
+//! as a function of the RayJob, what was observed (RayCluster, submitter Job, dashboard job info)
+//! and the current time, returning the operations to perform and the new status.
 //!
 //! All four submission modes are handled: `K8sJobMode` (submitter Job), `HTTPMode` (submission
 //! through [`RayJobAction::SubmitJob`]), `SidecarMode` (the submitter container of the head pod,
@@ -10,6 +9,7 @@
 //! `shutdownAfterJobFinishes`. [`execution_duration`] decides the `kuberay_job_execution_duration_seconds`
 //! observation of a pass.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
@@ -320,7 +320,7 @@ pub struct RayJobPlan {
     pub actions: Vec<RayJobAction>,
     /// The new status.
     pub status: RayJobStatus,
-    /// Whether the status must be written (§1.13).
+    /// Whether the status must be written ([`status_changed`]).
     pub persist: bool,
     /// When to reconcile again (`None` = only on events).
     pub requeue: Option<Duration>,
@@ -408,6 +408,15 @@ struct Pass<'a> {
     config: &'a RayJobPlanConfig,
     status: RayJobStatus,
     actions: Vec<RayJobAction>,
+}
+
+/// What the submitter reported while the job runs.
+#[derive(Debug, Default)]
+struct SubmitterReport {
+    /// When the submitter finished.
+    finished_at: Option<Timestamp>,
+    /// Why it failed, as the `SubmissionFailed` message.
+    failure: Option<String>,
 }
 
 /// How a branch of the switch ended.
@@ -647,8 +656,24 @@ impl Pass<'_> {
         }
         let mode = self.job.spec.submission_mode();
         let has_submitter = matches!(mode, JobSubmissionMode::K8sJobMode | JobSubmissionMode::SidecarMode);
-        let mut finished_at = None;
-        let mut failure = None;
+        let report = match self.submitter_report(&mode)? {
+            ControlFlow::Continue(report) => report,
+            ControlFlow::Break(flow) => return Ok(flow),
+        };
+        let finished_at = report.finished_at;
+        if has_submitter && let ControlFlow::Break(flow) = self.judge_submitter(report) {
+            return Ok(flow);
+        }
+        Ok(self.follow_dashboard(cluster, &mode, has_submitter, finished_at))
+    }
+
+    /// What the submitter reports while the job runs: the submitter Job (K8sJobMode) or the head
+    /// pod's submitter container (SidecarMode; a cluster without head pod fails the job). Other
+    /// modes have no submitter.
+    fn submitter_report(
+        &mut self,
+        mode: &JobSubmissionMode,
+    ) -> Result<ControlFlow<Flow, SubmitterReport>, RayJobPlanError> {
         match mode {
             JobSubmissionMode::K8sJobMode => {
                 let Some(submitter) = self.observed.submitter.as_ref() else {
@@ -657,115 +682,132 @@ impl Pass<'_> {
                         name: self.job.metadata.name.clone().unwrap_or_default(),
                     });
                 };
-                finished_at = submitter.finished_at;
-                failure = submitter.failed.as_ref().map(|(reason, message)| {
-                    format!("Job submission has failed. Reason: {reason}. Message: {message}")
-                });
+                Ok(ControlFlow::Continue(SubmitterReport {
+                    finished_at: submitter.finished_at,
+                    failure: submitter.failed.as_ref().map(|(reason, message)| {
+                        format!("Job submission has failed. Reason: {reason}. Message: {message}")
+                    }),
+                }))
             }
             JobSubmissionMode::SidecarMode => match self.observed.sidecar.clone() {
                 Some(SidecarObservation::HeadPodNotFound) => {
                     self.fail(JobFailedReason::AppFailed, SIDECAR_HEAD_POD_NOT_FOUND.to_owned());
-                    return Ok(Flow::Break);
+                    Ok(ControlFlow::Break(Flow::Break))
                 }
-                Some(SidecarObservation::Submitter {
-                    finished_at: at,
-                    failure: failed,
-                }) => {
-                    finished_at = at;
-                    failure = failed;
+                Some(SidecarObservation::Submitter { finished_at, failure }) => {
+                    Ok(ControlFlow::Continue(SubmitterReport { finished_at, failure }))
                 }
-                None => {}
+                None => Ok(ControlFlow::Continue(SubmitterReport::default())),
             },
-            _ => {}
+            _ => Ok(ControlFlow::Continue(SubmitterReport::default())),
         }
-        if has_submitter {
-            let submitter_failed = failure.is_some();
-            if let Some(message) = failure {
-                if self.job_status() == JobStatus::Failed {
-                    // The Ray job itself failed: keep the dashboard's message.
-                    self.set_deployment(JobDeploymentStatus::Failed);
-                    self.status.reason = Some(JobFailedReason::AppFailed);
-                } else {
-                    self.fail(JobFailedReason::SubmissionFailed, message);
-                }
-            }
-            if let Some(at) = finished_at
-                && self.observed.now > add_secs(at, SUBMITTER_FINISHED_TIMEOUT_SECONDS)
-            {
-                self.status.job_status = Some(JobStatus::Failed);
-                self.fail(
-                    JobFailedReason::JobDeploymentStatusTransitionGracePeriodExceeded,
-                    format!(
-                        "The RayJob submitter finished at {} but the ray job did not reach terminal state within {SUBMITTER_FINISHED_TIMEOUT_SECONDS}s",
-                        go_time_seconds(at)
-                    ),
-                );
-                return Ok(Flow::Break);
-            }
-            if submitter_failed {
-                return Ok(Flow::Break);
+    }
+
+    /// A failed submitter fails the job (keeping the dashboard's verdict when the Ray job itself
+    /// failed), and so does a submitter that finished long ago while the Ray job is not terminal.
+    fn judge_submitter(&mut self, report: SubmitterReport) -> ControlFlow<Flow> {
+        let submitter_failed = report.failure.is_some();
+        if let Some(message) = report.failure {
+            if self.job_status() == JobStatus::Failed {
+                // The Ray job itself failed: keep the dashboard's message.
+                self.set_deployment(JobDeploymentStatus::Failed);
+                self.status.reason = Some(JobFailedReason::AppFailed);
+            } else {
+                self.fail(JobFailedReason::SubmissionFailed, message);
             }
         }
+        if let Some(at) = report.finished_at
+            && self.observed.now > add_secs(at, SUBMITTER_FINISHED_TIMEOUT_SECONDS)
+        {
+            self.status.job_status = Some(JobStatus::Failed);
+            self.fail(
+                JobFailedReason::JobDeploymentStatusTransitionGracePeriodExceeded,
+                format!(
+                    "The RayJob submitter finished at {} but the ray job did not reach terminal state within {SUBMITTER_FINISHED_TIMEOUT_SECONDS}s",
+                    go_time_seconds(at)
+                ),
+            );
+            return ControlFlow::Break(Flow::Break);
+        }
+        if submitter_failed {
+            return ControlFlow::Break(Flow::Break);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// What the dashboard's answer about the Ray job means for the RayJob: submit it (HTTPMode),
+    /// wait, count a failed query, or take over its status.
+    fn follow_dashboard(
+        &mut self,
+        cluster: &RayCluster,
+        mode: &JobSubmissionMode,
+        has_submitter: bool,
+        finished_at: Option<Timestamp>,
+    ) -> Flow {
+        let wait = Flow::Return {
+            requeue: Some(DEFAULT_REQUEUE),
+            persist: false,
+        };
         match self.observed.dashboard.clone() {
-            DashboardObservation::NotQueried => Ok(Flow::Return {
-                requeue: Some(DEFAULT_REQUEUE),
-                persist: false,
-            }),
+            DashboardObservation::NotQueried => wait,
             DashboardObservation::NotFound => {
-                if mode == JobSubmissionMode::HttpMode {
+                if *mode == JobSubmissionMode::HttpMode {
                     self.actions.push(RayJobAction::SubmitJob {
                         dashboard_url: self.status.dashboard_url.clone().unwrap_or_default(),
                         job_id: self.status.job_id.clone().unwrap_or_default(),
                     });
-                    return Ok(Flow::Break);
+                    return Flow::Break;
                 }
                 if finished_at.is_some() {
                     self.fail(JobFailedReason::AppFailed, SUBMITTER_COMPLETED_JOB_NOT_FOUND.to_owned());
-                    return Ok(Flow::Break);
+                    return Flow::Break;
                 }
-                Ok(Flow::Return {
-                    requeue: Some(DEFAULT_REQUEUE),
-                    persist: false,
-                })
+                wait
             }
             DashboardObservation::Error(_) => {
                 let first = self.status.job_status_check_failure_start_time.is_none();
                 if first {
                     self.status.job_status_check_failure_start_time = Some(Time(self.observed.now));
                 }
-                Ok(Flow::Return {
+                Flow::Return {
                     requeue: Some(DEFAULT_REQUEUE),
                     persist: first,
-                })
+                }
             }
             DashboardObservation::Info(info) => {
-                self.status.job_status_check_failure_start_time = None;
-                self.status.ray_cluster_status = cluster.status.clone();
-                self.status.job_status = Some(info.status.clone());
-                self.status.message = Some(info.message.clone());
-                let mut ray_job_info = self.status.ray_job_info.clone().unwrap_or_default();
-                if let Some(t) = ms_to_time(info.start_time_ms) {
-                    ray_job_info.start_time = Some(t);
-                }
-                if let Some(t) = ms_to_time(info.end_time_ms) {
-                    ray_job_info.end_time = Some(t);
-                }
-                self.status.ray_job_info = Some(RayJobStatusInfo { ..ray_job_info });
                 let terminal = info.status.is_terminal() && (!has_submitter || finished_at.is_some());
-                if terminal {
-                    if info.status == JobStatus::Failed {
-                        self.set_deployment(JobDeploymentStatus::Failed);
-                        self.status.reason = Some(JobFailedReason::AppFailed);
-                    } else {
-                        self.set_deployment(JobDeploymentStatus::Complete);
-                        self.status.reason = None;
-                    }
-                } else {
-                    self.set_deployment(JobDeploymentStatus::Running);
-                    self.status.reason = None;
-                }
-                Ok(Flow::Break)
+                self.take_job_info(cluster, &info, terminal);
+                Flow::Break
             }
+        }
+    }
+
+    /// Takes the dashboard's job info into the status; a terminal Ray job completes or fails the
+    /// RayJob, any other keeps it Running.
+    fn take_job_info(&mut self, cluster: &RayCluster, info: &DashboardJobInfo, terminal: bool) {
+        self.status.job_status_check_failure_start_time = None;
+        self.status.ray_cluster_status = cluster.status.clone();
+        self.status.job_status = Some(info.status.clone());
+        self.status.message = Some(info.message.clone());
+        let mut ray_job_info = self.status.ray_job_info.clone().unwrap_or_default();
+        if let Some(t) = ms_to_time(info.start_time_ms) {
+            ray_job_info.start_time = Some(t);
+        }
+        if let Some(t) = ms_to_time(info.end_time_ms) {
+            ray_job_info.end_time = Some(t);
+        }
+        self.status.ray_job_info = Some(RayJobStatusInfo { ..ray_job_info });
+        if terminal {
+            if info.status == JobStatus::Failed {
+                self.set_deployment(JobDeploymentStatus::Failed);
+                self.status.reason = Some(JobFailedReason::AppFailed);
+            } else {
+                self.set_deployment(JobDeploymentStatus::Complete);
+                self.status.reason = None;
+            }
+        } else {
+            self.set_deployment(JobDeploymentStatus::Running);
+            self.status.reason = None;
         }
     }
 
@@ -823,7 +865,8 @@ impl Pass<'_> {
         Flow::Break
     }
 
-    /// Complete / Failed: §1.11 cleanup (legacy deletion strategy and shutdownAfterJobFinishes).
+    /// Complete / Failed: the cleanup of a finished job (legacy deletion strategy and
+    /// shutdownAfterJobFinishes).
     fn finished_branch(&mut self) -> Flow {
         self.actions.push(RayJobAction::CleanupBatchScheduler);
         let done = Flow::Return {
@@ -912,7 +955,7 @@ impl Pass<'_> {
         }
     }
 
-    /// `deletionRules` mode of §1.11: among the matching rules whose `endTime + ttlSeconds` has
+    /// `deletionRules` mode of the cleanup: among the matching rules whose `endTime + ttlSeconds` has
     /// passed and whose effect is not in place yet, carry out only the most impactful one; requeue
     /// for the earliest rule still in the future.
     fn deletion_rules(&mut self, rules: &[DeletionRule]) -> Flow {
@@ -1029,7 +1072,7 @@ pub fn execution_duration(old: &RayJobStatus, new: &RayJobStatus, now: Timestamp
     })
 }
 
-/// `isJobStatusChanged` + cluster-status comparison (§1.13): whether `new` must be written.
+/// `isJobStatusChanged` + cluster-status comparison: whether `new` must be written.
 pub fn status_changed(old: &RayJobStatus, new: &RayJobStatus) -> bool {
     old.job_status.clone().unwrap_or(JobStatus::New) != new.job_status.clone().unwrap_or(JobStatus::New)
         || old.job_deployment_status.clone().unwrap_or(JobDeploymentStatus::New)

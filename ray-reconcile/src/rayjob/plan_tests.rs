@@ -1,4 +1,5 @@
-//! Unit tests of the RayJob plan, named after the job-service spec §4 golden cases they cover.
+//! Unit tests of the RayJob plan, named after the KubeRay golden cases (by KubeRay's case numbers)
+//! they cover.
 
 use super::*;
 use k8s_openapi::api::batch::v1::{JobCondition, JobStatus as BatchJobStatus};
@@ -229,7 +230,7 @@ fn golden_g22_ttl_after_finished_waits() {
     assert!(plan.actions.contains(&RayJobAction::DeleteRayCluster {
         name: "rayjob-sample-b5rs7".to_owned()
     }));
-    // Without shutdown nothing is deleted (seed example §1.14).
+    // Without shutdownAfterJobFinishes nothing is deleted.
     let mut keep = job.clone();
     keep.spec.shutdown_after_job_finishes = None;
     keep.spec.ttl_seconds_after_finished = None;
@@ -522,7 +523,7 @@ fn pre_running_deadline_fails_in_initializing() {
     assert!(plan.actions.is_empty());
 }
 
-/// §1.9: backoffLimit 1, first attempt FAILED -> Retrying -> New with a fresh cluster; second
+/// Retries: backoffLimit 1, first attempt FAILED -> Retrying -> New with a fresh cluster; second
 /// attempt SUCCEEDED -> Complete with succeeded=1, failed=1.
 #[test]
 fn backoff_limit_retries_then_completes() {
@@ -745,7 +746,7 @@ fn with_worker_group(mut c: RayCluster, suspended: bool) -> RayCluster {
     c
 }
 
-/// §1.11 rules mode: only the most impactful overdue rule runs; future rules set the requeue.
+/// `deletionRules` mode: only the most impactful overdue rule runs; future rules set the requeue.
 #[test]
 fn deletion_rules_most_impactful_overdue_rule_runs() {
     let job = with_rules(
@@ -876,7 +877,7 @@ fn head_pod(status: k8s_openapi::api::core::v1::ContainerStatus) -> k8s_openapi:
     }
 }
 
-/// SidecarMode (§1.8): no head pod → Failed/AppFailed; submitter exit ≠ 0 → SubmissionFailed with
+/// SidecarMode: no head pod → Failed/AppFailed; submitter exit ≠ 0 → SubmissionFailed with
 /// KubeRay's message; clean exit + SUCCEEDED → Complete.
 #[test]
 fn sidecar_mode_submitter_container() {
@@ -987,7 +988,7 @@ fn golden_g20_execution_duration() {
     );
 }
 
-/// HTTPMode and SidecarMode reach Running without a submitter Job (§1.5 Initializing rows).
+/// HTTPMode and SidecarMode reach Running without a submitter Job (the `Initializing` transitions).
 #[test]
 fn http_and_sidecar_modes_create_no_submitter_job() {
     for mode in [JobSubmissionMode::HttpMode, JobSubmissionMode::SidecarMode] {

@@ -1,4 +1,4 @@
-//! The Gateway API objects of an incremental upgrade (job-service spec §2.11): the RayService's
+//! The Gateway API objects of an incremental upgrade (see `docs/rayservice.md`): the RayService's
 //! `<rs>-gateway` Gateway and `<rs>-httproute` HTTPRoute splitting traffic between the per-cluster
 //! serve services of the active and pending clusters.
 //!

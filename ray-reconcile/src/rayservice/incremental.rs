@@ -1,4 +1,4 @@
-//! The pure decisions of `NewClusterWithIncrementalUpgrade` (job-service spec §2.11): the traffic
+//! The pure decisions of `NewClusterWithIncrementalUpgrade` (see `docs/rayservice.md`): the traffic
 //! step (how the HTTPRoute weights move every `intervalSeconds`), the `target_capacity` step
 //! (how each cluster's Serve capacity moves by `maxSurgePercent`), completion, and rollback
 //! detection / completion.

@@ -1,5 +1,5 @@
-//! Golden cases G47, G49 and G53 of job-service spec §4 (incremental upgrade), plus property
-//! tests of the stepping math.
+//! KubeRay's incremental-upgrade golden cases G47, G49 and G53 (the tests carry KubeRay's case
+//! numbers), plus property tests of the stepping math.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,10 +1,10 @@
-//! The pure decisions of one RayService reconcile pass (job-service spec §2.4-§2.8, §2.10): which
+//! The pure decisions of one RayService reconcile pass (see `docs/rayservice.md`): which
 //! cluster to create or update in place, whether a new (pending) cluster is needed, whether the
 //! serve config must be submitted, which cluster the services point to, the new status and its
 //! conditions, the initializing timeout and the deletion schedule of dangling clusters.
 //!
 //! Everything here is a function of the RayService, the observed objects and the time; the
-//! executor in [`super::controller`] does the I/O in KubeRay's order and feeds the results back.
+//! executor in [`super::executor`] does the I/O in KubeRay's order and feeds the results back.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube_compat::go_duration;
 use ray_api::constants::{
     DEFAULT_SERVE_APP_NAME, HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_ANNOTATION, KUBERAY_CONTROLLER,
     KUBERAY_VERSION, KUBERAY_VERSION_ANNOTATION, NUM_WORKER_GROUPS_ANNOTATION, RAY_CLUSTER_LABEL,
@@ -216,7 +217,7 @@ pub fn managed_by_operator(service: &RayService) -> bool {
         .is_none_or(|m| m == KUBERAY_CONTROLLER)
 }
 
-/// What the finalizer step of a pass does (spec §2.4 step 4).
+/// What the finalizer step of a pass does, right after the dangling-cluster cleanup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FinalizerStep {
     /// Nothing: the finalizer is present and the RayService is not being deleted.
@@ -787,55 +788,14 @@ pub fn status_changed(old: &RayServiceStatuses, new: &RayServiceStatuses) -> boo
         || service_status_differs(old.pending_service_status.as_ref(), new.pending_service_status.as_ref())
 }
 
-/// Parses `ray.io/initializing-timeout`: a Go duration (`30m`, `1h30m`, `1.5s`) or integer seconds.
+/// Parses `ray.io/initializing-timeout`: a Go duration (`30m`, `1h30m`, `1.5s`) or integer seconds;
+/// `None` unless it is positive.
 pub fn parse_timeout(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<i64>() {
         return u64::try_from(seconds).ok().filter(|s| *s > 0).map(Duration::from_secs);
     }
-    let mut rest = value;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if number_len == 0 {
-            return None;
-        }
-        let number: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += number * scale;
-    }
-    (total > 0.0).then(|| Duration::from_secs_f64(total))
-}
-
-/// Go's `Duration.String()` at second precision (`35m0s`, `1h0m0s`, `45s`).
-pub fn go_duration_string(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    if h > 0 {
-        format!("{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{m}m{s}s")
-    } else {
-        format!("{s}s")
-    }
+    go_duration::parse(value).ok().filter(|d| !d.is_zero())
 }
 
 /// The outcome of the initializing-timeout check.
@@ -867,7 +827,7 @@ pub fn check_initializing_timeout(service: &RayService, now: Timestamp) -> Optio
         return None;
     }
     let elapsed = Duration::from_secs(u64::try_from(elapsed.as_secs()).unwrap_or(0));
-    let (t, d) = (go_duration_string(timeout), go_duration_string(elapsed));
+    let (t, d) = (go_duration::format_secs(timeout), go_duration::format_secs(elapsed));
     let mut status = status.clone();
     status.active_service_status = Some(RayServiceStatus::default());
     status.pending_service_status = Some(RayServiceStatus::default());
@@ -896,7 +856,7 @@ pub fn is_initializing_timeout(service: &RayService) -> bool {
         .is_some_and(|c| c.status == FALSE && c.reason == reason::INITIALIZING_TIMEOUT)
 }
 
-/// What the suspend step of a pass does (spec §2.9).
+/// What the suspend step of a pass does (`spec.suspend`, after validation).
 #[derive(Clone, Debug, PartialEq)]
 pub enum SuspendStep {
     /// Not suspending and not suspended: reconcile normally.

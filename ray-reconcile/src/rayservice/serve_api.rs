@@ -1,4 +1,4 @@
-//! The part of the Ray dashboard serve API the RayService controller uses (job-service spec §3.2):
+//! The part of the Ray dashboard serve API the RayService controller uses:
 //! `GET /api/serve/applications/?api_type=declarative`, `PUT /api/serve/applications/`, and the
 //! serve proxy's `/-/healthz`; reached directly or through the API server's service proxy
 //! (`--use-kubernetes-proxy`), with the RayJob client's timeouts.

@@ -1,22 +1,27 @@
-//! Carries a RayCluster pass out against the API server: runs the pure [`plan`](crate::plan), performs
-//! the pod operations in order with KubeRay's error/event handling, records scale expectations,
-//! ensures services and autoscaler RBAC, and writes the status only when it changed.
+//! Carries a RayCluster pass out against the API server: builds the pass's desired children once
+//! ([`desired_children`]) and hands them to [`children`] to converge, runs the pure [`plan`] for
+//! the pods and performs its operations in order with KubeRay's error/event handling, records
+//! scale expectations, and writes the status only when it changed.
 
+use super::desired::desired_children;
+use super::error::{ErrorMarker, PassError, ReconcileError};
+use super::expectations::{ScaleAction, ScaleExpectations};
+use super::index::{ClusterIndex, ClusterKey};
+use super::observed::{ObservedState, PodInfo, ServiceInfo};
+use super::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
+use super::podgen::PodGenSettings;
+use super::{children, gcs_ft, status};
+use crate::conditions;
 use crate::config::ReconcileConfig;
-use crate::error::{ErrorMarker, PassError, ReconcileError};
 use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
-use crate::expectations::{ScaleAction, ScaleExpectations};
-use crate::index::{ClusterIndex, ClusterKey};
+use crate::kube_errors::is_not_found;
 use crate::metrics::{ClusterLabels, ControllerMetrics};
-use crate::observed::{ObservedState, PodInfo, ServiceInfo};
-use crate::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
-use crate::podgen::{self, PodGenSettings};
-use crate::runtime_util::publish_event;
-use crate::{children, conditions, gcs_ft, status};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use crate::runtime_util::{backoff_delay, publish_event};
+use crate::status_writer::{self, MergeShape, StatusWrite};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::{Client, Resource, ResourceExt};
@@ -24,7 +29,6 @@ use ray_api::RayCluster;
 use ray_api::constants::{
     CRD_KIND_RAY_CLUSTER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_ORIGINATED_FROM_CRD_LABEL,
 };
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -168,14 +172,6 @@ impl Context {
     }
 }
 
-/// controller-runtime's per-item backoff: 5 ms doubling per consecutive failure, capped at 1000 s.
-pub fn backoff_delay(failures: u32) -> Duration {
-    let factor = 1u32.checked_shl(failures.min(31)).unwrap_or(u32::MAX);
-    Duration::from_millis(5)
-        .saturating_mul(factor)
-        .min(Duration::from_secs(1000))
-}
-
 /// Namespace and name of a cluster.
 pub fn cluster_key(cluster: &RayCluster) -> ClusterKey {
     ClusterKey::new(cluster.namespace().unwrap_or_default(), cluster.name_any())
@@ -187,14 +183,6 @@ fn cluster_labels(cluster: &RayCluster) -> ClusterLabels {
         namespace: cluster.namespace().unwrap_or_default(),
         uid: cluster.metadata.uid.clone().unwrap_or_default(),
     }
-}
-
-fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_not_found())
-}
-
-pub(crate) fn is_already_exists(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_already_exists())
 }
 
 /// One RayCluster pass (KubeRay's `Reconcile` + `rayClusterReconcile`).
@@ -253,7 +241,8 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         return Ok(await_change);
     }
 
-    let mut pass_error = reconcile_children(cluster, ctx).await.err();
+    let mut desired = desired_children(cluster, &ctx.podgen, &ctx.config);
+    let mut pass_error = children::reconcile(cluster, ctx, &desired).await.err();
     let mut deferred_creates = false;
     if pass_error.is_none() {
         let mut observed = ctx.observe(cluster, Instant::now());
@@ -261,7 +250,7 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
             observed.tls_block = crate::mtls::readiness::check(&ctx.client, cluster).await.err();
         }
         let mut suffix = random_suffix_source();
-        let pod_plan = plan::plan_pods(cluster, &observed, &ctx.config, &ctx.podgen, &mut suffix);
+        let pod_plan = plan::plan_pods_from(cluster, &observed, &ctx.config, &mut desired.pods, &mut suffix);
         deferred_creates = pod_plan.deferred_creates;
         pass_error = execute_pod_plan(cluster, ctx, pod_plan).await;
     }
@@ -293,21 +282,6 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
 }
 
-/// Step 13 up to the pods, in KubeRay's order; the first failure ends the pass (status is still
-/// written). The batch scheduler's PodGroup comes last: `reconcilePods` syncs it before any pod.
-async fn reconcile_children(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    if cluster.spec.enable_in_tree_autoscaling == Some(true) {
-        ensure_autoscaler_rbac(cluster, ctx).await?;
-    }
-    children::reconcile_ingress(cluster, ctx).await?;
-    children::reconcile_auth_secret(cluster, ctx).await?;
-    ensure_head_service(cluster, ctx).await?;
-    children::reconcile_headless_service(cluster, ctx).await?;
-    children::reconcile_serve_service(cluster, ctx).await?;
-    children::reconcile_gcs_storage_pvc(cluster, ctx).await?;
-    children::reconcile_pod_group(cluster, ctx).await
-}
-
 fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus, now: &Time) {
     let was = conditions::is_true(
         conditions::cluster_conditions(cluster),
@@ -333,42 +307,14 @@ fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClu
     }
 }
 
-/// A JSON merge patch turning `old` into `new` (removed keys become `null`).
-pub fn merge_patch(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(o), Value::Object(n)) => {
-            let mut patch = serde_json::Map::new();
-            for (k, v) in n {
-                match o.get(k) {
-                    Some(ov) if ov == v => {}
-                    Some(ov) => {
-                        patch.insert(k.clone(), merge_patch(ov, v));
-                    }
-                    None => {
-                        patch.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            for k in o.keys().filter(|k| !n.contains_key(*k)) {
-                patch.insert(k.clone(), Value::Null);
-            }
-            Value::Object(patch)
-        }
-        _ => new.clone(),
-    }
-}
-
+/// Writes the cluster's new status: a merge patch of only what changed.
 async fn write_status(
     cluster: &RayCluster,
     ctx: &Context,
     new: &ray_api::RayClusterStatus,
 ) -> Result<(), ReconcileError> {
     let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let old = serde_json::to_value(cluster.status.clone().unwrap_or_default())?;
-    let new = serde_json::to_value(new)?;
-    let patch = serde_json::json!({ "status": merge_patch(&old, &new) });
-    api.patch_status(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    status_writer::write_status(&api, cluster, new, StatusWrite::Merge(MergeShape::Changes)).await?;
     Ok(())
 }
 
@@ -396,12 +342,10 @@ fn pass_failure(marker: ErrorMarker, text: String) -> PassError {
 
 /// Run a pod plan; the first failing operation ends it.
 pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: PodPlan) -> Option<PassError> {
-    let key = cluster_key(cluster);
-    let (ns, name) = (key.namespace.as_str(), key.name.as_str());
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &cluster_key(cluster).namespace);
     let mut actions = pod_plan.actions.into_iter().peekable();
     while let Some(step) = actions.next() {
-        match step {
+        let done = match step {
             PodAction::DeleteCollection {
                 group,
                 issue,
@@ -409,79 +353,10 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                 fail_reason,
                 marker,
             } => {
-                if issue {
-                    let mut selector = format!("{RAY_CLUSTER_LABEL}={name}");
-                    if let Some(g) = &group {
-                        selector.push_str(&format!(",{RAY_NODE_GROUP_LABEL}={g}"));
-                    }
-                    let params = ListParams::default().labels(&selector);
-                    if let Err(e) = pods.delete_collection(&DeleteParams::default(), &params).await {
-                        let note = match &group {
-                            Some(g) => format!(
-                                "Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}"
-                            ),
-                            None => format!("Failed deleting Pods for RayCluster {ns}/{name}, {e}"),
-                        };
-                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
-                            .await;
-                        return Some(pass_failure(marker, note));
-                    }
-                }
-                if group.is_none() {
-                    ctx.expectations.forget_cluster(ns, name);
-                }
-                ctx.publish(cluster, ok).await;
+                let failure = PodFailure { fail_reason, marker };
+                delete_pod_collection(cluster, ctx, &pods, group, issue, ok, failure).await
             }
-            PodAction::DeletePod { name: pod, group, kind } => {
-                let result = pods.delete(&pod, &DeleteParams::default()).await;
-                let (ok_reason, fail_reason, marker) = match &kind {
-                    DeleteKind::UnhealthyHead(_) => (
-                        reason::DELETED_HEAD_POD,
-                        reason::FAILED_TO_DELETE_HEAD_POD,
-                        ErrorMarker::FailedDeleteHeadPod,
-                    ),
-                    _ => (
-                        reason::DELETED_WORKER_POD,
-                        reason::FAILED_TO_DELETE_WORKER_POD,
-                        ErrorMarker::FailedDeleteWorkerPod,
-                    ),
-                };
-                let ok_note = match &kind {
-                    DeleteKind::UnhealthyHead(n) | DeleteKind::UnhealthyWorker(n) => n.clone(),
-                    DeleteKind::WorkersToDelete => format!("Deleted pod {ns}/{pod}"),
-                    DeleteKind::Surplus => format!("Deleted Pod {ns}/{pod}"),
-                    DeleteKind::MultiHost(why) => format!("Deleted worker Pod {ns}/{pod} for group {group}: {why}"),
-                };
-                match result {
-                    Ok(_) => {
-                        ctx.expectations
-                            .expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
-                        ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note))
-                            .await;
-                    }
-                    Err(e) if is_not_found(&e) => {
-                        if matches!(kind, DeleteKind::Surplus | DeleteKind::MultiHost(_)) {
-                            ctx.expectations
-                                .expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
-                            ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note))
-                                .await;
-                        }
-                    }
-                    Err(e) => {
-                        let note = match &kind {
-                            DeleteKind::UnhealthyHead(_) => format!("Failed deleting head Pod {ns}/{pod}, {e}"),
-                            DeleteKind::UnhealthyWorker(_) => format!("Failed deleting worker Pod {ns}/{pod}, {e}"),
-                            DeleteKind::WorkersToDelete => format!("Failed deleting pod {ns}/{pod}, {e}"),
-                            DeleteKind::Surplus | DeleteKind::MultiHost(_) => {
-                                format!("Failed deleting Pod {ns}/{pod}, {e}")
-                            }
-                        };
-                        ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
-                            .await;
-                        return Some(pass_failure(marker, note));
-                    }
-                }
-            }
+            PodAction::DeletePod { name, group, kind } => delete_pod(cluster, ctx, &pods, name, group, kind).await,
             PodAction::CreatePod { pod, group } => {
                 // Consecutive creates go out together, in slow-start batches.
                 let mut batch = vec![(pod, group)];
@@ -490,13 +365,119 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                         batch.push((pod, group));
                     }
                 }
-                if let Some(error) = create_pods_slow_start(cluster, ctx, &pods, batch).await {
-                    return Some(error);
-                }
+                create_pods_slow_start(cluster, ctx, &pods, batch)
+                    .await
+                    .map_or(Ok(()), Err)
             }
+        };
+        if let Err(error) = done {
+            return Some(error);
         }
     }
     pod_plan.error_after
+}
+
+/// The event and `ReplicaFailure` marker of a failed pod collection delete.
+struct PodFailure {
+    fail_reason: &'static str,
+    marker: ErrorMarker,
+}
+
+/// Deletes the pods of the cluster, or of one suspended worker `group` (only when `issue`: some
+/// are not terminating yet), then publishes `ok`. Deleting all pods forgets the cluster's scale
+/// expectations.
+async fn delete_pod_collection(
+    cluster: &RayCluster,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    group: Option<String>,
+    issue: bool,
+    ok: EventSpec,
+    failure: PodFailure,
+) -> Result<(), PassError> {
+    let key = cluster_key(cluster);
+    let (ns, name) = (key.namespace.as_str(), key.name.as_str());
+    if issue {
+        let mut selector = format!("{RAY_CLUSTER_LABEL}={name}");
+        if let Some(g) = &group {
+            selector.push_str(&format!(",{RAY_NODE_GROUP_LABEL}={g}"));
+        }
+        let params = ListParams::default().labels(&selector);
+        if let Err(e) = pods.delete_collection(&DeleteParams::default(), &params).await {
+            let note = match &group {
+                Some(g) => {
+                    format!("Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}")
+                }
+                None => format!("Failed deleting Pods for RayCluster {ns}/{name}, {e}"),
+            };
+            ctx.publish(
+                cluster,
+                EventSpec::warning(failure.fail_reason, action::DELETE, note.clone()),
+            )
+            .await;
+            return Err(pass_failure(failure.marker, note));
+        }
+    }
+    if group.is_none() {
+        ctx.expectations.forget_cluster(ns, name);
+    }
+    ctx.publish(cluster, ok).await;
+    Ok(())
+}
+
+/// Deletes one pod with KubeRay's events for `kind` and records the delete expectation. A pod
+/// already gone counts as deleted for surplus and multi-host deletes only.
+async fn delete_pod(
+    cluster: &RayCluster,
+    ctx: &Context,
+    pods: &Api<Pod>,
+    pod: String,
+    group: String,
+    kind: DeleteKind,
+) -> Result<(), PassError> {
+    let key = cluster_key(cluster);
+    let (ns, name) = (key.namespace.as_str(), key.name.as_str());
+    let result = pods.delete(&pod, &DeleteParams::default()).await;
+    let (ok_reason, fail_reason, marker) = match &kind {
+        DeleteKind::UnhealthyHead(_) => (
+            reason::DELETED_HEAD_POD,
+            reason::FAILED_TO_DELETE_HEAD_POD,
+            ErrorMarker::FailedDeleteHeadPod,
+        ),
+        _ => (
+            reason::DELETED_WORKER_POD,
+            reason::FAILED_TO_DELETE_WORKER_POD,
+            ErrorMarker::FailedDeleteWorkerPod,
+        ),
+    };
+    let ok_note = match &kind {
+        DeleteKind::UnhealthyHead(n) | DeleteKind::UnhealthyWorker(n) => n.clone(),
+        DeleteKind::WorkersToDelete => format!("Deleted pod {ns}/{pod}"),
+        DeleteKind::Surplus => format!("Deleted Pod {ns}/{pod}"),
+        DeleteKind::MultiHost(why) => format!("Deleted worker Pod {ns}/{pod} for group {group}: {why}"),
+    };
+    let deleted = match result {
+        Ok(_) => true,
+        Err(e) if is_not_found(&e) => matches!(kind, DeleteKind::Surplus | DeleteKind::MultiHost(_)),
+        Err(e) => {
+            let note = match &kind {
+                DeleteKind::UnhealthyHead(_) => format!("Failed deleting head Pod {ns}/{pod}, {e}"),
+                DeleteKind::UnhealthyWorker(_) => format!("Failed deleting worker Pod {ns}/{pod}, {e}"),
+                DeleteKind::WorkersToDelete => format!("Failed deleting pod {ns}/{pod}, {e}"),
+                DeleteKind::Surplus | DeleteKind::MultiHost(_) => format!("Failed deleting Pod {ns}/{pod}, {e}"),
+            };
+            ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
+                .await;
+            return Err(pass_failure(marker, note));
+        }
+    };
+    if deleted {
+        ctx.expectations
+            .expect(ns, name, &group, &pod, ScaleAction::Delete, Instant::now());
+        ctx.publish(cluster, EventSpec::normal(ok_reason, action::DELETE, ok_note))
+            .await;
+    }
+    Ok(())
 }
 
 /// Most pod creates a pass has in flight at once.
@@ -618,202 +599,5 @@ async fn create_pod(
                 .await;
             Err(pass_failure(marker, note))
         }
-    }
-}
-
-async fn ensure_head_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    let key = cluster_key(cluster);
-    let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
-    let existing: Vec<Arc<ServiceInfo>> = ctx
-        .services
-        .cluster(&key)
-        .into_iter()
-        .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
-        .collect();
-    match existing.len() {
-        0 => {}
-        1 => return Ok(()),
-        n => {
-            let names: Vec<&str> = existing.iter().map(|s| s.name.as_str()).collect();
-            return Err(PassError::plain(format!("{n} head service found {names:?}")));
-        }
-    }
-    let mut svc = podgen::head_service(cluster, &ctx.podgen).map_err(|e| PassError::plain(e.to_string()))?;
-    // KubeRay sets the controller reference in `reconcileHeadService`, not in the builder.
-    svc.metadata.owner_references = Some(vec![ray_podgen::cluster::cluster_owner_reference(cluster)]);
-    let api: Api<Service> = Api::namespaced(ctx.client.clone(), &key.namespace);
-    let svc_name = svc.name_any();
-    match api.create(&PostParams::default(), &svc).await {
-        Ok(_) => {
-            ctx.publish(
-                cluster,
-                EventSpec::normal(
-                    reason::CREATED_SERVICE,
-                    action::CREATE,
-                    format!("Created service {}/{svc_name}", key.namespace),
-                ),
-            )
-            .await;
-            Ok(())
-        }
-        Err(e) if is_already_exists(&e) => Ok(()),
-        Err(e) => {
-            let note = format!("Failed to create service {}/{svc_name}, {e}", key.namespace);
-            ctx.publish(
-                cluster,
-                EventSpec::warning(reason::FAILED_TO_CREATE_SERVICE, action::CREATE, note.clone()),
-            )
-            .await;
-            Err(PassError::plain(note))
-        }
-    }
-}
-
-async fn ensure_autoscaler_rbac(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-    let key = cluster_key(cluster);
-    let ns = key.namespace.as_str();
-    let Some(objects) = podgen::autoscaler_rbac(cluster) else {
-        return Ok(());
-    };
-    let user_sa = cluster
-        .spec
-        .head_group_spec
-        .template
-        .spec
-        .as_ref()
-        .and_then(|s| s.service_account_name.clone())
-        .filter(|s| !s.is_empty());
-    let sa_api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), ns);
-    let sa_key = user_sa.clone().unwrap_or_else(|| key.name.clone());
-    match sa_api.get_opt(&sa_key).await {
-        Ok(Some(_)) => {}
-        Ok(None) if user_sa.is_some() => {
-            let note = format!(
-                "Failed to reconcile RayCluster {ns}/{}. Autoscaler ServiceAccount {sa_key} not found; create it or unset serviceAccountName in the head template",
-                key.name
-            );
-            ctx.publish(
-                cluster,
-                EventSpec::warning(
-                    reason::AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
-                    action::VALIDATE,
-                    note.clone(),
-                ),
-            )
-            .await;
-            return Err(PassError::plain(note));
-        }
-        Ok(None) => {
-            if let Some(account) = &objects.service_account {
-                create_child(
-                    cluster,
-                    ctx,
-                    &sa_api,
-                    account,
-                    reason::CREATED_SERVICE_ACCOUNT,
-                    reason::FAILED_TO_CREATE_SERVICE_ACCOUNT,
-                    "service account",
-                )
-                .await?;
-            }
-        }
-        Err(e) => return Err(PassError::plain(e.to_string())),
-    }
-    let role_api: Api<Role> = Api::namespaced(ctx.client.clone(), ns);
-    if role_api
-        .get_opt(&objects.role.name_any())
-        .await
-        .map_err(|e| PassError::plain(e.to_string()))?
-        .is_none()
-    {
-        create_child(
-            cluster,
-            ctx,
-            &role_api,
-            &objects.role,
-            reason::CREATED_ROLE,
-            reason::FAILED_TO_CREATE_ROLE,
-            "role",
-        )
-        .await?;
-    }
-    let rb_api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), ns);
-    if rb_api
-        .get_opt(&objects.role_binding.name_any())
-        .await
-        .map_err(|e| PassError::plain(e.to_string()))?
-        .is_none()
-    {
-        create_child(
-            cluster,
-            ctx,
-            &rb_api,
-            &objects.role_binding,
-            reason::CREATED_ROLE_BINDING,
-            reason::FAILED_TO_CREATE_ROLE_BINDING,
-            "role binding",
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Create one child object with KubeRay's `Created*` / `FailedToCreate*` events; `AlreadyExists` is fine.
-pub(crate) async fn create_child<K>(
-    cluster: &RayCluster,
-    ctx: &Context,
-    api: &Api<K>,
-    obj: &K,
-    ok_reason: &'static str,
-    fail_reason: &'static str,
-    what: &str,
-) -> Result<(), PassError>
-where
-    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let ns = cluster.namespace().unwrap_or_default();
-    let obj_name = obj.meta().name.clone().unwrap_or_default();
-    match api.create(&PostParams::default(), obj).await {
-        Ok(_) => {
-            ctx.publish(
-                cluster,
-                EventSpec::normal(ok_reason, action::CREATE, format!("Created {what} {ns}/{obj_name}")),
-            )
-            .await;
-            Ok(())
-        }
-        Err(e) if is_already_exists(&e) => Ok(()),
-        Err(e) => {
-            let note = format!("Failed to create {what} {ns}/{obj_name}, {e}");
-            ctx.publish(cluster, EventSpec::warning(fail_reason, action::CREATE, note.clone()))
-                .await;
-            Err(PassError::plain(note))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn merge_patch_nulls_removed_keys_and_recurses() {
-        let old = json!({"a": 1, "head": {"podIP": "1.2.3.4", "podName": "h"}, "conditions": [1]});
-        let new = json!({"a": 1, "head": {"podName": "h2"}, "conditions": [2]});
-        assert_eq!(
-            merge_patch(&old, &new),
-            json!({"head": {"podIP": null, "podName": "h2"}, "conditions": [2]})
-        );
-    }
-
-    #[test]
-    fn backoff_doubles_from_5ms_up_to_1000s() {
-        assert_eq!(backoff_delay(0), Duration::from_millis(5));
-        assert_eq!(backoff_delay(3), Duration::from_millis(40));
-        assert_eq!(backoff_delay(20), Duration::from_secs(1000));
-        assert_eq!(backoff_delay(u32::MAX), Duration::from_secs(1000));
     }
 }

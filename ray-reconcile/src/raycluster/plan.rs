@@ -1,15 +1,16 @@
 //! The pure part of a RayCluster pass: from the cluster, what was observed and the settings, decide
-//! whether to reconcile at all (reconcile spec §1.2 steps 1-8) and which pod operations to run
-//! (§1.5, §3), in order, with the events and errors KubeRay attaches to each outcome.
-//! The executor performs the operations; nothing here talks to a server.
+//! whether to reconcile at all (management, validation, status checks) and which pod operations to
+//! run (head, then each worker group), in order, with the events and errors KubeRay attaches to
+//! each outcome. The executor performs the operations; nothing here talks to a server.
 
+use super::error::{ErrorMarker, PassError};
+use super::observed::{ObservedState, PodInfo};
+use super::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
+use super::status::{group_replicas, suspend_status};
+use super::validate;
+use crate::conditions;
 use crate::config::ReconcileConfig;
-use crate::error::{ErrorMarker, PassError};
 use crate::events::{EventSpec, action, reason};
-use crate::observed::{ObservedState, PodInfo};
-use crate::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
-use crate::status::{group_replicas, suspend_status};
-use crate::{conditions, validate};
 use k8s_openapi::api::core::v1::Pod;
 use ray_api::RayCluster;
 use ray_api::constants::{DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, KUBERAY_CONTROLLER};
@@ -19,7 +20,7 @@ use ray_autoscale::{
     head_restart_disabled, plan_head, plan_worker_group, surplus_deletion_enabled,
 };
 
-/// The decision of steps 1-8.
+/// Whether a pass goes on past its preflight checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Preflight {
     /// `spec.managedBy` names another controller: do nothing, no requeue.
@@ -39,10 +40,11 @@ fn ns_name(cluster: &RayCluster) -> (&str, &str) {
     )
 }
 
-/// Step 6: mTLS requested while cert-manager's API was not discovered at start-up.
+/// Spec validation: mTLS requested while cert-manager's API was not discovered at start-up.
 pub const TLS_REQUIRES_CERT_MANAGER: &str = "tlsOptions requires cert-manager, but cert-manager is not installed";
 
-/// Steps 1-8 of `rayClusterReconcile`.
+/// The preflight of `rayClusterReconcile`: `managedBy`, metadata / spec / upgrade-option validation
+/// (with the mTLS check) and status validation, before the finalizer and the children.
 pub fn preflight(cluster: &RayCluster, config: &ReconcileConfig) -> Preflight {
     if cluster
         .spec
@@ -214,9 +216,22 @@ pub fn plan_pods(
     podgen_settings: &PodGenSettings,
     random_suffix: &mut dyn FnMut() -> String,
 ) -> PodPlan {
+    let mut generator = ClusterPods::new(cluster, podgen_settings);
+    plan_pods_from(cluster, observed, config, &mut generator, random_suffix)
+}
+
+/// [`plan_pods`] with the pass's pod generator (the one of its
+/// [`DesiredChildren`](super::desired::DesiredChildren)), so the pods come from the same build as
+/// the other children.
+pub fn plan_pods_from(
+    cluster: &RayCluster,
+    observed: &ObservedState,
+    config: &ReconcileConfig,
+    generator: &mut ClusterPods<'_>,
+    random_suffix: &mut dyn FnMut() -> String,
+) -> PodPlan {
     let mut plan = PodPlan::default();
     let mut worker_creates = 0;
-    let mut generator = ClusterPods::new(cluster, podgen_settings);
     let (ns, name) = ns_name(cluster);
     let conds = conditions::cluster_conditions(cluster);
     let suspend = suspend_status(conds);
@@ -595,14 +610,16 @@ spec:
         );
         // With a head already there, the workers wait too.
         let mut head_only = blocked.clone();
-        head_only.pods.push(std::sync::Arc::new(crate::observed::PodInfo {
-            pod: ObservedPod::running("demo-head-x"),
-            role: crate::observed::PodRole::Head,
-            group: "headgroup".to_owned(),
-            pod_ip: "10.0.0.1".to_owned(),
-            ready: None,
-            container_problem: None,
-        }));
+        head_only
+            .pods
+            .push(std::sync::Arc::new(crate::raycluster::observed::PodInfo {
+                pod: ObservedPod::running("demo-head-x"),
+                role: crate::raycluster::observed::PodRole::Head,
+                group: "headgroup".to_owned(),
+                pod_ip: "10.0.0.1".to_owned(),
+                ready: None,
+                container_problem: None,
+            }));
         let p = run(&head_only);
         assert!(p.actions.is_empty(), "{:?}", p.actions);
         assert!(p.error_after.is_some());

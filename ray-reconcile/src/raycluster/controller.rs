@@ -1,4 +1,4 @@
-//! Wires the RayCluster controller (reconcile spec §1.7, §7): kube-runtime's [`Controller`] over
+//! Wires the RayCluster controller: kube-runtime's [`Controller`] over
 //! RayClusters, plus label-selected Pod and Service watches that feed the compact
 //! [`ClusterIndex`]es and trigger exactly the clusters whose children changed.
 //!
@@ -6,16 +6,18 @@
 //! `managedFields` stripped before they reach it); pods and services are reduced to
 //! [`PodInfo`] / [`ServiceInfo`] as they arrive and only KubeRay-labelled ones are watched.
 
+use super::error::ReconcileError;
+use super::executor::{self, Context};
+use super::index::{ClusterIndex, ClusterKey, Compact};
+use super::observed::{PodInfo, ServiceInfo};
+use super::podgen::PodGenSettings;
 use crate::cluster_feed::ClusterFeed;
 use crate::config::ReconcileConfig;
-use crate::error::ReconcileError;
-use crate::executor::{self, Context};
-use crate::index::{ClusterIndex, ClusterKey, Compact};
 use crate::metrics::ControllerMetrics;
 use crate::mtls::MtlsFeed;
-use crate::observed::{PodInfo, ServiceInfo};
-use crate::podgen::PodGenSettings;
-use crate::runtime_util::{StopSignal, run_per_scope, scoped_api as api};
+use crate::runtime_util::{
+    StopSignal, custom_resource_watch_config, run_per_scope, scoped_api as api, strip_unread_metadata,
+};
 use futures::{Stream, StreamExt, TryStreamExt, future, stream};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -206,29 +208,6 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
     info!(namespace = ns.unwrap_or("<all>"), "RayCluster controller stopped");
 }
 
-/// Objects per page of a custom resource watch's initial list (kube's default is 500). A page is decoded
-/// whole while the store is being rebuilt beside it, and that startup peak, not the store, set the operator's
-/// resident memory: with 150 RayClusters in one page the heap peaked at twice the store.
-pub const CUSTOM_RESOURCE_LIST_PAGE_SIZE: u32 = 25;
-
-/// The watch configuration of RayCluster, RayJob and RayService watches: paged initial lists.
-pub fn custom_resource_watch_config() -> watcher::Config {
-    watcher::Config::default().page_size(CUSTOM_RESOURCE_LIST_PAGE_SIZE)
-}
-
-/// kubectl's last-applied copy of an object, which reconcile never reads.
-pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// Drops what reconcile never reads before an object reaches a store: `managedFields` and kubectl's
-/// last-applied annotation (a second, serialized copy of the whole spec on every `kubectl apply`-ed object).
-pub fn strip_unread_metadata<K: kube::Resource>(object: &mut K) {
-    let meta = object.meta_mut();
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
-    }
-}
-
 /// Whether deletion started (a finalizer-held cluster must be reconciled when it is marked even if
 /// the server does not bump its generation).
 fn deletion_marked(cluster: &RayCluster) -> Option<u64> {
@@ -243,26 +222,4 @@ async fn reconcile_when_synced(cluster: Arc<RayCluster>, ctx: Arc<Context>) -> R
     }
     // `executor::reconcile` opens the per-reconcile span (raycluster, namespace).
     executor::reconcile(cluster, ctx).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stored_clusters_lose_managed_fields_and_the_last_applied_copy_only() {
-        let mut cluster: RayCluster = serde_json::from_value(serde_json::json!({
-            "apiVersion": "ray.io/v1", "kind": "RayCluster",
-            "metadata": {"name": "c", "namespace": "default",
-                "annotations": {LAST_APPLIED_ANNOTATION: "{\"spec\":{}}", "ray.io/ft-enabled": "true"},
-                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
-            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": []}}}}
-        }))
-        .unwrap();
-        strip_unread_metadata(&mut cluster);
-        assert!(cluster.metadata.managed_fields.is_none());
-        let annotations = cluster.metadata.annotations.unwrap();
-        assert_eq!(annotations.len(), 1);
-        assert_eq!(annotations["ray.io/ft-enabled"], "true");
-    }
 }

@@ -79,3 +79,12 @@ pub enum ReconcileError {
     #[error("status serialisation failed: {0}")]
     Serialize(#[from] serde_json::Error),
 }
+
+impl From<crate::status_writer::StatusWriteError> for ReconcileError {
+    fn from(error: crate::status_writer::StatusWriteError) -> Self {
+        match error {
+            crate::status_writer::StatusWriteError::Api(e) => Self::Kube(e),
+            crate::status_writer::StatusWriteError::Serialize(e) => Self::Serialize(e),
+        }
+    }
+}

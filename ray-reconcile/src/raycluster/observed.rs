@@ -1,8 +1,8 @@
 //! The compact pod and head-service records the RayCluster controller keeps per cluster, and the
 //! observed state a reconcile pass plans from.
 
-use crate::index::Compact;
-use crate::slim::SlimPod;
+use super::index::Compact;
+use super::slim::SlimPod;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::constants::{

@@ -1,4 +1,4 @@
-//! Scale expectations (reconcile spec §4): after the controller creates or deletes a pod it
+//! Scale expectations: after the controller creates or deletes a pod it
 //! remembers that, and skips the pod's group until the watch cache shows the change, so a stale
 //! cache can never cause a second create or a repeated delete.
 

@@ -1,33 +1,40 @@
-//! The RayCluster's children besides pods, head service and autoscaler RBAC (reconcile spec §1.2
-//! step 13, §1.4, §1.5 step 4): the dashboard Ingress (an OpenShift Route on OpenShift), the auth
-//! token Secret, the headless worker
-//! Service, the serve Service, the GCS storage PVC and the batch scheduler's PodGroup.
+//! The RayCluster's children besides pods: the autoscaler's RBAC, the dashboard Ingress (an
+//! OpenShift Route on OpenShift), the auth token Secret, the head, headless worker and serve
+//! Services, the GCS storage PVC and the batch scheduler's PodGroup.
 //!
-//! Each child has a pure part (whether it is wanted, which object, what to do given what exists)
-//! and an async `reconcile_*` that performs the GET / CREATE / UPDATE through kube's `Api` with
-//! KubeRay's events. Every object carries the cluster's controller reference (except a PVC with
+//! Each child has a pure part (whether it is wanted, which object, what to do given what exists),
+//! which [`super::desired`] calls to build a pass's desired children once, and an async
+//! `reconcile_*` that compares the desired object with what exists and performs the GET / CREATE /
+//! UPDATE through kube's `Api` with KubeRay's events; [`reconcile`] runs them in KubeRay's order.
+//! Every object carries the cluster's controller reference (except a PVC with
 //! `deletionPolicy: Retain`), so the API server garbage-collects it with the cluster.
 
+use super::desired::{AutoscalerChildren, DashboardObject, DesiredChildren, ServeServiceChild};
+use super::error::PassError;
+use super::executor::{Context, cluster_key};
+use super::observed::ServiceInfo;
+use super::status::suspend_status;
 use crate::conditions;
 use crate::config::FeatureGates;
-use crate::error::PassError;
 use crate::events::{EventSpec, action, reason};
-use crate::executor::{Context, cluster_key, create_child, is_already_exists};
-use crate::status::suspend_status;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
+use crate::kube_errors::is_already_exists;
+use crate::pod_group_sync::{pod_group_name, sync_pod_group};
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Resource, ResourceExt};
 use ray_api::constants::{
-    ENABLE_SERVE_SERVICE_ANNOTATION, ENABLE_SERVE_SERVICE_TRUE, RAY_CLUSTER_HEADLESS_SERVICE_LABEL, RAY_CLUSTER_LABEL,
+    ENABLE_SERVE_SERVICE_ANNOTATION, ENABLE_SERVE_SERVICE_TRUE, NODE_TYPE_HEAD, RAY_CLUSTER_HEADLESS_SERVICE_LABEL,
+    RAY_CLUSTER_LABEL,
 };
 use ray_api::quantity::Qty;
 use ray_api::{AuthMode, RayCluster};
-use ray_gang::volcano::SyncPlan;
-use ray_gang::{DesiredPodGroup, scheduler_plugins, volcano};
+use ray_gang::{DesiredPodGroup, GangError};
 use ray_podgen::cluster::{cluster_name, cluster_namespace, cluster_owner_reference};
 use ray_podgen::env_names::RAY_AUTH_TOKEN_SECRET_KEY;
-use ray_podgen::names::{check_name, serve_service_name};
+use ray_podgen::names::check_name;
 use ray_podgen::route::Route;
 use ray_podgen::service::ServeServiceOwner;
 use serde::Serialize;
@@ -35,6 +42,7 @@ use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io::Read;
+use std::sync::Arc;
 use tracing::debug;
 
 /// Random bytes in a generated Ray auth token (KubeRay: 32 bytes, standard base64).
@@ -55,6 +63,173 @@ fn owned_by(
         .into_iter()
         .flatten()
         .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pass's children, in KubeRay's order.
+
+/// Creates or updates what `desired` holds besides the pods, in KubeRay's order (`rayClusterReconcile`
+/// up to the pods); the first failure ends the pass (status is still written). The batch
+/// scheduler's PodGroup comes last: `reconcilePods` syncs it before any pod.
+pub async fn reconcile(cluster: &RayCluster, ctx: &Context, desired: &DesiredChildren<'_>) -> Result<(), PassError> {
+    if let Some(rbac) = &desired.autoscaler_rbac {
+        reconcile_autoscaler_rbac(cluster, ctx, rbac).await?;
+    }
+    reconcile_dashboard(cluster, ctx, desired.dashboard.as_ref()).await?;
+    if let Some(name) = &desired.auth_secret {
+        reconcile_auth_secret(cluster, ctx, name).await?;
+    }
+    reconcile_head_service(cluster, ctx, &desired.head_service).await?;
+    if let Some(service) = &desired.headless_service {
+        reconcile_headless_service(cluster, ctx, service).await?;
+    }
+    if let Some(serve) = &desired.serve_service {
+        reconcile_serve_service(cluster, ctx, serve).await?;
+    }
+    reconcile_gcs_storage_pvc(cluster, ctx, &desired.gcs_pvc).await?;
+    reconcile_pod_group(cluster, ctx, &desired.pod_group).await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Autoscaler RBAC (`reconcileAutoscalerServiceAccount`, `...Role`, `...RoleBinding`).
+
+/// The autoscaler's ServiceAccount, Role and RoleBinding, each created when missing.
+pub async fn reconcile_autoscaler_rbac(
+    cluster: &RayCluster,
+    ctx: &Context,
+    rbac: &AutoscalerChildren,
+) -> Result<(), PassError> {
+    let ns = cluster_namespace(cluster);
+    reconcile_autoscaler_service_account(cluster, ctx, rbac).await?;
+    let role_api: Api<Role> = Api::namespaced(ctx.client.clone(), ns);
+    if get_child(&role_api, &rbac.objects.role.name_any()).await?.is_none() {
+        create_child(
+            cluster,
+            ctx,
+            &role_api,
+            &rbac.objects.role,
+            reason::CREATED_ROLE,
+            reason::FAILED_TO_CREATE_ROLE,
+            "role",
+        )
+        .await?;
+    }
+    let rb_api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), ns);
+    if get_child(&rb_api, &rbac.objects.role_binding.name_any())
+        .await?
+        .is_none()
+    {
+        create_child(
+            cluster,
+            ctx,
+            &rb_api,
+            &rbac.objects.role_binding,
+            reason::CREATED_ROLE_BINDING,
+            reason::FAILED_TO_CREATE_ROLE_BINDING,
+            "role binding",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The head's ServiceAccount: a missing user-named one fails the pass, the operator's own is
+/// created when missing.
+async fn reconcile_autoscaler_service_account(
+    cluster: &RayCluster,
+    ctx: &Context,
+    rbac: &AutoscalerChildren,
+) -> Result<(), PassError> {
+    let ns = cluster_namespace(cluster);
+    let sa_api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), ns);
+    let sa_key = rbac.service_account_name(cluster);
+    if get_child(&sa_api, &sa_key).await?.is_some() {
+        return Ok(());
+    }
+    if rbac.user_service_account.is_some() {
+        let note = format!(
+            "Failed to reconcile RayCluster {ns}/{}. Autoscaler ServiceAccount {sa_key} not found; create it or unset serviceAccountName in the head template",
+            cluster_name(cluster)
+        );
+        ctx.publish(
+            cluster,
+            EventSpec::warning(
+                reason::AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
+                action::VALIDATE,
+                note.clone(),
+            ),
+        )
+        .await;
+        return Err(PassError::plain(note));
+    }
+    let Some(account) = &rbac.objects.service_account else {
+        return Ok(());
+    };
+    create_child(
+        cluster,
+        ctx,
+        &sa_api,
+        account,
+        reason::CREATED_SERVICE_ACCOUNT,
+        reason::FAILED_TO_CREATE_SERVICE_ACCOUNT,
+        "service account",
+    )
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Head service (`reconcileHeadService`).
+
+/// The head Service: nothing when exactly one exists (in the index), an error with several,
+/// else create `desired` (failing the pass when it could not be built).
+pub async fn reconcile_head_service(
+    cluster: &RayCluster,
+    ctx: &Context,
+    desired: &Result<Service, ray_podgen::PodGenError>,
+) -> Result<(), PassError> {
+    let key = cluster_key(cluster);
+    let identifier = format!("{}-{}", key.name, NODE_TYPE_HEAD);
+    let existing: Vec<Arc<ServiceInfo>> = ctx
+        .services
+        .cluster(&key)
+        .into_iter()
+        .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
+        .collect();
+    match existing.len() {
+        0 => {}
+        1 => return Ok(()),
+        n => {
+            let names: Vec<&str> = existing.iter().map(|s| s.name.as_str()).collect();
+            return Err(PassError::plain(format!("{n} head service found {names:?}")));
+        }
+    }
+    let svc = desired.as_ref().map_err(|e| PassError::plain(e.to_string()))?;
+    let api: Api<Service> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let svc_name = svc.name_any();
+    match api.create(&PostParams::default(), svc).await {
+        Ok(_) => {
+            ctx.publish(
+                cluster,
+                EventSpec::normal(
+                    reason::CREATED_SERVICE,
+                    action::CREATE,
+                    format!("Created service {}/{svc_name}", key.namespace),
+                ),
+            )
+            .await;
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => {
+            let note = format!("Failed to create service {}/{svc_name}, {e}", key.namespace);
+            ctx.publish(
+                cluster,
+                EventSpec::warning(reason::FAILED_TO_CREATE_SERVICE, action::CREATE, note.clone()),
+            )
+            .await;
+            Err(PassError::plain(note))
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,19 +306,22 @@ pub fn dashboard_exposure(cluster: &RayCluster, use_openshift_route: bool) -> Da
 
 /// `reconcileIngress`: the dashboard Ingress, or the OpenShift Route, when `headGroupSpec.enableIngress`
 /// is true.
-pub async fn reconcile_ingress(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    match dashboard_exposure(cluster, ctx.config.use_openshift_route) {
-        DashboardExposure::Nothing => Ok(()),
-        DashboardExposure::Ingress => reconcile_kubernetes_ingress(cluster, ctx).await,
-        DashboardExposure::Route => reconcile_openshift_route(cluster, ctx).await,
+pub async fn reconcile_dashboard(
+    cluster: &RayCluster,
+    ctx: &Context,
+    desired: Option<&DashboardObject>,
+) -> Result<(), PassError> {
+    match desired {
+        None => Ok(()),
+        Some(DashboardObject::Ingress(ingress)) => {
+            reconcile_kubernetes_ingress(cluster, ctx, ingress.as_ref().clone()).await
+        }
+        Some(DashboardObject::Route(route)) => reconcile_openshift_route(cluster, ctx, route.as_ref().clone()).await,
     }
 }
 
 /// `reconcileIngressKubernetes`: create, update or refuse the dashboard Ingress.
-async fn reconcile_kubernetes_ingress(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    let Some(desired) = desired_ingress(cluster) else {
-        return Ok(());
-    };
+async fn reconcile_kubernetes_ingress(cluster: &RayCluster, ctx: &Context, desired: Ingress) -> Result<(), PassError> {
     let ns = cluster_namespace(cluster).to_owned();
     let name = desired.name_any();
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &ns);
@@ -235,10 +413,7 @@ pub fn route_selector(cluster: &RayCluster) -> String {
 
 /// `reconcileRouteOpenShift`: list the Routes labelled with the cluster's name; when there are none,
 /// create the dashboard Route (an `AlreadyExists` answer counts as there, without an event).
-async fn reconcile_openshift_route(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    let Some(desired) = desired_route(cluster) else {
-        return Ok(());
-    };
+async fn reconcile_openshift_route(cluster: &RayCluster, ctx: &Context, desired: Route) -> Result<(), PassError> {
     let ns = cluster_namespace(cluster).to_owned();
     let api: Api<Route> = Api::namespaced(ctx.client.clone(), &ns);
     let existing = api
@@ -313,40 +488,23 @@ pub fn build_auth_secret(cluster: &RayCluster, token: &str) -> Secret {
     secret
 }
 
-/// Standard base64 with padding (Go's `base64.StdEncoding`).
-pub fn base64_std(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let index = (n >> (18 - 6 * i)) & 63;
-                out.push(char::from(ALPHABET[index as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// Token text for `bytes`: standard base64 with padding (Go's `base64.StdEncoding`).
+fn token_text(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A fresh token: [`AUTH_TOKEN_BYTES`] bytes from the kernel's CSPRNG, base64-encoded.
 pub fn random_auth_token() -> std::io::Result<String> {
     let mut bytes = [0u8; AUTH_TOKEN_BYTES];
     std::fs::File::open(RANDOM_SOURCE)?.read_exact(&mut bytes)?;
-    Ok(base64_std(&bytes))
+    Ok(token_text(&bytes))
 }
 
 /// `reconcileAuthSecret`: create the token Secret when needed and missing (never updated).
-pub async fn reconcile_auth_secret(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    if !auth_secret_needed(cluster) {
-        return Ok(());
-    }
+/// `name` is the Secret's; its token is drawn only when it is created.
+pub async fn reconcile_auth_secret(cluster: &RayCluster, ctx: &Context, name: &str) -> Result<(), PassError> {
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), cluster_namespace(cluster));
-    let name = auth_secret_name(cluster);
-    let created = create_if_missing(&api, cluster, &name, "auth secret", || {
+    let created = create_if_missing(&api, cluster, name, "auth secret", || {
         let token = random_auth_token()
             .map_err(|e| PassError::plain(format!("failed to generate the auth token for secret {name}: {e}")))?;
         Ok(build_auth_secret(cluster, &token))
@@ -392,6 +550,40 @@ where
     }
 }
 
+/// Create one child object with KubeRay's `Created*` / `FailedToCreate*` events; `AlreadyExists` is fine.
+pub(super) async fn create_child<K>(
+    cluster: &RayCluster,
+    ctx: &Context,
+    api: &Api<K>,
+    obj: &K,
+    ok_reason: &'static str,
+    fail_reason: &'static str,
+    what: &str,
+) -> Result<(), PassError>
+where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ns = cluster.namespace().unwrap_or_default();
+    let obj_name = obj.meta().name.clone().unwrap_or_default();
+    match api.create(&PostParams::default(), obj).await {
+        Ok(_) => {
+            ctx.publish(
+                cluster,
+                EventSpec::normal(ok_reason, action::CREATE, format!("Created {what} {ns}/{obj_name}")),
+            )
+            .await;
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => {
+            let note = format!("Failed to create {what} {ns}/{obj_name}, {e}");
+            ctx.publish(cluster, EventSpec::warning(fail_reason, action::CREATE, note.clone()))
+                .await;
+            Err(PassError::plain(note))
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Headless worker service and serve service.
 
@@ -407,10 +599,11 @@ pub fn desired_headless_service(cluster: &RayCluster) -> Option<Service> {
 
 /// `reconcileHeadlessService`: create `<cluster>-headless` unless a service labelled
 /// `ray.io/headless-worker-svc=<cluster>` exists.
-pub async fn reconcile_headless_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    let Some(desired) = desired_headless_service(cluster) else {
-        return Ok(());
-    };
+pub async fn reconcile_headless_service(
+    cluster: &RayCluster,
+    ctx: &Context,
+    desired: &Service,
+) -> Result<(), PassError> {
     let api: Api<Service> = Api::namespaced(ctx.client.clone(), cluster_namespace(cluster));
     let selector = format!("{RAY_CLUSTER_HEADLESS_SERVICE_LABEL}={}", cluster_name(cluster));
     let existing = api
@@ -424,7 +617,7 @@ pub async fn reconcile_headless_service(cluster: &RayCluster, ctx: &Context) -> 
         cluster,
         ctx,
         &api,
-        &desired,
+        desired,
         reason::CREATED_SERVICE,
         reason::FAILED_TO_CREATE_SERVICE,
         "service",
@@ -447,16 +640,17 @@ pub fn build_serve_service(cluster: &RayCluster) -> Result<Service, ray_podgen::
     Ok(service)
 }
 
-/// `reconcileServeService`: GET `<cluster>-serve-svc`; when missing build and create it (KubeRay
-/// emits no event for it).
-pub async fn reconcile_serve_service(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    if !serve_service_enabled(cluster) {
-        return Ok(());
-    }
+/// `reconcileServeService`: GET `<cluster>-serve-svc`; when missing create it, failing the pass
+/// when it could not be built (KubeRay emits no event for it).
+pub async fn reconcile_serve_service(
+    cluster: &RayCluster,
+    ctx: &Context,
+    serve: &ServeServiceChild,
+) -> Result<(), PassError> {
     let api: Api<Service> = Api::namespaced(ctx.client.clone(), cluster_namespace(cluster));
-    let name = serve_service_name(cluster_name(cluster));
-    let created = create_if_missing(&api, cluster, &name, "serve service", || {
-        build_serve_service(cluster).map_err(|e| PassError::plain(e.to_string()))
+    let name = &serve.name;
+    let created = create_if_missing(&api, cluster, name, "serve service", || {
+        serve.service.clone().map_err(|e| PassError::plain(e.to_string()))
     })
     .await?;
     if created {
@@ -538,15 +732,20 @@ pub fn pvc_drift(existing: &PersistentVolumeClaim, desired: &PersistentVolumeCla
     (!diffs.is_empty()).then(|| diffs.join(", "))
 }
 
-/// `reconcileGCSStoragePVC`.
-pub async fn reconcile_gcs_storage_pvc(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
+/// `reconcileGCSStoragePVC`: verify the user's claim, or create the operator's PVC when missing and
+/// report (never fix) one that drifted.
+pub async fn reconcile_gcs_storage_pvc(
+    cluster: &RayCluster,
+    ctx: &Context,
+    plan: &GcsPvcPlan,
+) -> Result<(), PassError> {
     let ns = cluster_namespace(cluster).to_owned();
     let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &ns);
     let get = |name: String| {
         let api = api.clone();
         async move { get_child(&api, &name).await }
     };
-    match plan_gcs_pvc(cluster) {
+    match plan {
         GcsPvcPlan::NotNeeded => Ok(()),
         GcsPvcPlan::VerifyClaim(name) => {
             if get(name.clone()).await?.is_none() {
@@ -578,7 +777,7 @@ pub async fn reconcile_gcs_storage_pvc(cluster: &RayCluster, ctx: &Context) -> R
                     .await
                 }
                 Some(existing) => {
-                    if let Some(drift) = pvc_drift(&existing, &desired) {
+                    if let Some(drift) = pvc_drift(&existing, desired) {
                         let note = format!(
                             "GCS storage PVC {ns}/{name} differs from the RayCluster's storage options: {drift}; a PVC's spec cannot be changed in place"
                         );
@@ -608,81 +807,23 @@ pub fn batch_scheduling_due(cluster: &RayCluster, gates: &FeatureGates) -> bool 
     !(gates.ray_cluster_status_conditions && suspend == Some(conditions::RAY_CLUSTER_SUSPENDED))
 }
 
-/// GET `desired`'s namesake, plan with `plan`, then CREATE / UPDATE. Returns whether it wrote.
-async fn sync_object<K>(
-    api: &Api<K>,
-    desired: &K,
-    plan: impl Fn(Option<&K>, &K) -> SyncPlan<K>,
-) -> Result<bool, kube::Error>
-where
-    K: Resource + Clone + Serialize + DeserializeOwned + Debug,
-{
-    let name = desired.meta().name.clone().unwrap_or_default();
-    let existing = api.get_opt(&name).await?;
-    match plan(existing.as_ref(), desired) {
-        SyncPlan::Create(obj) => match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_already_exists(&e) => Ok(false),
-            Err(e) => Err(e),
-        },
-        SyncPlan::Update(obj) => api.replace(&name, &PostParams::default(), &obj).await.map(|_| true),
-        SyncPlan::Unchanged => Ok(false),
-    }
-}
-
-/// The name of a desired PodGroup.
-pub fn pod_group_name(desired: &DesiredPodGroup) -> String {
-    match desired {
-        DesiredPodGroup::Volcano(pg) => pg.name_any(),
-        DesiredPodGroup::SchedulerPlugins(pg) => pg.name_any(),
-    }
-}
-
-/// KubeRay's `syncPodGroup`, shared by the RayCluster and RayJob controllers: GET the PodGroup named
-/// like `desired` in `namespace`, then CREATE it or UPDATE its size as the scheduler's plan says.
-/// Returns whether it wrote (KubeRay's `changed`; an `AlreadyExists` create counts as unchanged).
-pub async fn sync_pod_group(
-    client: &kube::Client,
-    namespace: &str,
-    desired: &DesiredPodGroup,
-) -> Result<bool, kube::Error> {
-    match desired {
-        DesiredPodGroup::Volcano(pg) => {
-            sync_object(
-                &Api::<volcano::PodGroup>::namespaced(client.clone(), namespace),
-                pg,
-                volcano::plan_sync,
-            )
-            .await
-        }
-        DesiredPodGroup::SchedulerPlugins(pg) => {
-            sync_object(
-                &Api::<scheduler_plugins::PodGroup>::namespaced(client.clone(), namespace),
-                pg,
-                scheduler_plugins::plan_sync,
-            )
-            .await
-        }
-    }
-}
-
 /// The batch scheduler's submission hook for a RayCluster: create or update its PodGroup (Volcano:
 /// `minMember` / `minResources` follow the spec; scheduler-plugins: create only). An error ends
 /// the pass before any pod is created.
-pub async fn reconcile_pod_group(cluster: &RayCluster, ctx: &Context) -> Result<(), PassError> {
-    if !batch_scheduling_due(cluster, &ctx.config.gates) {
-        return Ok(());
-    }
-    let scheduler = ctx.podgen.scheduler;
-    let Some(desired) = scheduler
-        .pod_group_for_cluster(cluster)
-        .map_err(|e| PassError::plain(e.to_string()))?
-    else {
-        return Ok(());
+pub async fn reconcile_pod_group(
+    cluster: &RayCluster,
+    ctx: &Context,
+    desired: &Result<Option<DesiredPodGroup>, GangError>,
+) -> Result<(), PassError> {
+    let desired = match desired {
+        Ok(Some(desired)) => desired,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(PassError::plain(e.to_string())),
     };
+    let scheduler = ctx.podgen.scheduler;
     let key = cluster_key(cluster);
-    let written = sync_pod_group(&ctx.client, &key.namespace, &desired).await;
-    let name = pod_group_name(&desired);
+    let written = sync_pod_group(&ctx.client, &key.namespace, desired).await;
+    let name = pod_group_name(desired);
     match written {
         Ok(true) => {
             debug!(podgroup = %name, scheduler = scheduler.plugin_name(), "synced PodGroup");
@@ -702,6 +843,8 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use ray_api::RayClusterStatus;
+    use ray_gang::DesiredPodGroup;
+    use ray_gang::volcano::{self, SyncPlan};
 
     fn cluster(extra_spec: &str) -> RayCluster {
         let yaml = format!(
@@ -866,9 +1009,9 @@ spec:
             ("fooba", "Zm9vYmE="),
             ("foobar", "Zm9vYmFy"),
         ] {
-            assert_eq!(base64_std(input.as_bytes()), want, "{input:?}");
+            assert_eq!(token_text(input.as_bytes()), want, "{input:?}");
         }
-        assert_eq!(base64_std(&[0xfb, 0xff]), "+/8=");
+        assert_eq!(token_text(&[0xfb, 0xff]), "+/8=");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Go `encoding/json` output for the YuniKorn task-groups annotation: object keys in Go struct
-//! order with Go's `omitempty` rules (k8s-openapi serialises keys alphabetically), and Go's
-//! HTML-safe string escaping (`<`, `>`, `&`, U+2028, U+2029 as `\u00XX`).
+//! Kubernetes objects as Go's `encoding/json` marshals the structs, for the YuniKorn task-groups
+//! annotation: object keys in Go struct-field order with Go's `omitempty` rules (k8s-openapi
+//! serialises keys alphabetically). The text itself is written by
+//! `kube_compat::go_json::to_string_in_order`, which adds Go's HTML-safe string escaping.
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, Toleration,
@@ -143,10 +144,15 @@ fn node_selector_term(term: &NodeSelectorTerm) -> Value {
 
 /// `corev1.NodeSelectorRequirement`.
 fn node_selector_requirement(r: &NodeSelectorRequirement) -> Value {
+    requirement(&r.key, &r.operator, &r.values)
+}
+
+/// A selector requirement (node or label): `key`, `operator`, then `values` when non-empty.
+fn requirement(key: &str, operator: &str, values: &Option<Vec<String>>) -> Value {
     GoObject::default()
-        .put("key", r.key.clone())
-        .put("operator", r.operator.clone())
-        .put_non_empty("values", strings(&r.values))
+        .put("key", key)
+        .put("operator", operator)
+        .put_non_empty("values", strings(values))
         .build()
 }
 
@@ -188,11 +194,7 @@ fn label_selector(selector: &LabelSelector) -> Value {
 
 /// `metav1.LabelSelectorRequirement`.
 fn label_selector_requirement(r: &LabelSelectorRequirement) -> Value {
-    GoObject::default()
-        .put("key", r.key.clone())
-        .put("operator", r.operator.clone())
-        .put_non_empty("values", strings(&r.values))
-        .build()
+    requirement(&r.key, &r.operator, &r.values)
 }
 
 /// `corev1.Toleration`: key, operator, value, effect, tolerationSeconds (all `omitempty`).
@@ -208,22 +210,4 @@ pub(crate) fn toleration(t: &Toleration) -> Value {
         object = object.put("tolerationSeconds", seconds);
     }
     object.build()
-}
-
-/// Compact JSON with Go's HTML-safe escaping. The escaped characters can only occur inside
-/// strings, so replacing them in the serialised text is exact.
-pub(crate) fn to_go_json(value: &Value) -> String {
-    let plain = value.to_string();
-    let mut out = String::with_capacity(plain.len());
-    for c in plain.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            _ => out.push(c),
-        }
-    }
-    out
 }

@@ -1,10 +1,10 @@
-//! `calculateStatus` (reconcile spec §5): the RayCluster status a pass should leave behind,
+//! `calculateStatus`: the RayCluster status a pass should leave behind,
 //! computed from the cluster, the observed pods and services and the pass error. Pure.
 
+use super::error::PassError;
+use super::observed::{ObservedState, PodInfo, PodRole};
 use crate::conditions::{self, FALSE, TRUE};
 use crate::config::FeatureGates;
-use crate::error::PassError;
-use crate::observed::{ObservedState, PodInfo, PodRole};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::{ClusterState, HeadInfo, RayCluster, RayClusterStatus, WorkerGroupSpec};
@@ -333,7 +333,7 @@ pub fn status_changed(old: Option<&RayClusterStatus>, new: &RayClusterStatus) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observed::ReadyCondition;
+    use crate::raycluster::observed::ReadyCondition;
     use ray_autoscale::ObservedPod;
 
     fn pod(role: PodRole, phase: PodPhase, ready: Option<&str>) -> PodInfo {
@@ -354,7 +354,7 @@ mod tests {
         }
     }
 
-    /// reconcile.md §10 case 17: head Running; worker Running+Ready; worker Pending not ready; worker Failed
+    /// KubeRay's case 17: head Running; worker Running+Ready; worker Pending not ready; worker Failed
     /// → available 1, ready 1.
     #[test]
     fn golden_r17_available_and_ready_workers() {

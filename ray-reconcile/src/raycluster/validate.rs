@@ -1,7 +1,9 @@
-//! The validation the RayCluster reconcile runs before doing anything (reconcile spec §6).
+//! The validation the RayCluster reconcile runs before doing anything: metadata, spec, upgrade
+//! options and status; a failure stops the pass with an event.
 //!
 //! Thin adapters over [`ray_api::validation`]: they map the controller's [`FeatureGates`] to
-//! [`ValidationOptions`] and return KubeRay's message verbatim, as the controller puts it in events.
+//! [`ValidationOptions`](validation::ValidationOptions) and return KubeRay's message verbatim, as
+//! the controller puts it in events.
 
 use crate::config::FeatureGates;
 use ray_api::RayCluster;

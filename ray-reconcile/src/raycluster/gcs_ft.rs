@@ -1,18 +1,21 @@
-//! GCS fault tolerance: the Redis cleanup finalizer (reconcile spec §1.2 steps 10-11, §1.3).
+//! GCS fault tolerance: the Redis cleanup finalizer, handled right after validation and before any
+//! child is reconciled.
 //!
 //! A cluster with external-Redis GCS FT gets `ray.io/gcs-ft-redis-cleanup-finalizer`; when it is
 //! deleted its pods are removed first, then a Job built by `ray_podgen` deletes the cluster's
 //! storage namespace in Redis, and the finalizer goes once the Job finished (or the deletion
 //! timeout passed).
 
-use crate::error::{PassError, ReconcileError};
+use super::error::{PassError, ReconcileError};
+use super::executor::{Context, SHORT_REQUEUE, cluster_key};
+use super::observed::PodRole;
+use super::podgen::ClusterPods;
 use crate::events::{EventSpec, action, reason};
-use crate::executor::{Context, SHORT_REQUEUE, cluster_key};
-use crate::observed::PodRole;
-use crate::podgen::ClusterPods;
+use crate::finalizers::{self, FinalizerGuard};
+use crate::kube_errors::is_already_exists;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use ray_api::RayCluster;
@@ -27,31 +30,32 @@ use std::time::Duration;
 const HEAD_STOP_WAIT: Duration = Duration::from_secs(10);
 
 fn has_finalizer(cluster: &RayCluster) -> bool {
-    cluster
-        .finalizers()
-        .iter()
-        .any(|f| f == GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
+    finalizers::has_finalizer(cluster, GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
 }
 
-/// Replace the finalizer list, guarded by the resourceVersion (KubeRay uses an Update).
-async fn set_finalizers(cluster: &RayCluster, ctx: &Context, finalizers: Vec<String>) -> Result<(), kube::Error> {
-    let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let patch = serde_json::json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": cluster.resource_version()}
-    });
-    api.patch(&cluster.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+/// The cluster's API; finalizer writes are guarded by the resourceVersion read (KubeRay uses an Update).
+fn clusters(cluster: &RayCluster, ctx: &Context) -> Api<RayCluster> {
+    Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default())
+}
+
+async fn add_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::Error> {
+    finalizers::add_finalizer(
+        &clusters(cluster, ctx),
+        cluster,
+        GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER,
+        FinalizerGuard::ResourceVersion,
+    )
+    .await
 }
 
 async fn remove_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::Error> {
-    let rest = cluster
-        .finalizers()
-        .iter()
-        .filter(|f| *f != GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER)
-        .cloned()
-        .collect();
-    set_finalizers(cluster, ctx, rest).await
+    finalizers::remove_finalizer(
+        &clusters(cluster, ctx),
+        cluster,
+        GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER,
+        FinalizerGuard::ResourceVersion,
+    )
+    .await
 }
 
 /// The deletion timeout: annotation `ray.io/gcs-ft-deletion-timeout` (a positive integer), else 300 s.
@@ -77,7 +81,8 @@ pub fn job_finished(job: &Job) -> bool {
         })
 }
 
-/// Steps 10-11: `Some(action)` ends the pass early (finalizer added, cleanup in progress or done).
+/// The finalizer step of a pass: `Some(action)` ends the pass early (finalizer added, cleanup in
+/// progress or done).
 pub async fn reconcile_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<Option<Action>, ReconcileError> {
     let deleting = cluster.metadata.deletion_timestamp.is_some();
     let embedded = ray_podgen::cluster::gcs_ft_embedded(&cluster.spec);
@@ -95,9 +100,7 @@ pub async fn reconcile_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<
         if has_finalizer(cluster) {
             return Ok(None);
         }
-        let mut finalizers = cluster.finalizers().to_vec();
-        finalizers.push(GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER.to_owned());
-        if let Err(e) = set_finalizers(cluster, ctx, finalizers).await {
+        if let Err(e) = add_finalizer(cluster, ctx).await {
             return Err(PassError::plain(format!(
                 "failed to add the finalizer {GCS_FAULT_TOLERANCE_REDIS_CLEANUP_FINALIZER} to the RayCluster: {e}"
             ))
@@ -191,7 +194,7 @@ async fn cleanup(cluster: &RayCluster, ctx: &Context) -> Result<Action, Reconcil
             .await;
             Ok(Action::requeue(SHORT_REQUEUE))
         }
-        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(Action::requeue(SHORT_REQUEUE)),
+        Err(e) if is_already_exists(&e) => Ok(Action::requeue(SHORT_REQUEUE)),
         Err(e) => {
             let note = format!("Failed to create Redis cleanup Job {ns}/{job_name}, {e}");
             ctx.publish(
