@@ -185,6 +185,15 @@ impl_from_metadata_for_custom_resource!(
     ray_api::RayCronJob
 );
 
+impl FromMetadata for k8s_openapi::api::core::v1::Service {
+    fn from_metadata(metadata: ObjectMeta) -> Self {
+        Self {
+            metadata,
+            ..Self::default()
+        }
+    }
+}
+
 /// Labels of [`UNDECODABLE_METRIC`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
@@ -213,7 +222,9 @@ pub struct UnreadableReporter {
 
 impl fmt::Debug for UnreadableReporter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnreadableReporter").field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("UnreadableReporter")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
     }
 }
 
@@ -484,7 +495,10 @@ mod tests {
         assert_eq!(gauge.get(), 1);
 
         let fixed = watcher::Event::Apply(Decoded::<RayCluster>::from_value(&cluster_json("bad", json!(1))));
-        assert!(matches!(readable_event(fixed, &reporter), Some(watcher::Event::Apply(_))));
+        assert!(matches!(
+            readable_event(fixed, &reporter),
+            Some(watcher::Event::Apply(_))
+        ));
         assert_eq!(reporter.unreadable_count(), 0);
         assert_eq!(gauge.get(), 0);
     }

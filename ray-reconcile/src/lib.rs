@@ -25,8 +25,8 @@
 pub mod admission;
 pub mod cluster_feed;
 pub mod conditions;
-pub mod decode;
 pub mod config;
+pub mod decode;
 pub mod event_filter;
 pub mod events;
 pub mod finalizers;
