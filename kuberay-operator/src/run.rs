@@ -326,6 +326,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         metrics: Some(job_metrics),
         scheduler: config.podgen.scheduler,
         cluster_feed: cluster_feed.clone(),
+        undecodable: config.metrics.undecodable.clone(),
     };
     let service_config = RayServiceControllerConfig {
         plan: RayServicePlanConfig {
@@ -338,6 +339,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
         cluster_feed,
+        undecodable: config.metrics.undecodable.clone(),
     };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);

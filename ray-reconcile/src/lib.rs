@@ -26,6 +26,7 @@ pub mod admission;
 pub mod cluster_feed;
 pub mod conditions;
 pub mod config;
+pub mod decode;
 pub mod event_filter;
 pub mod events;
 pub mod finalizers;

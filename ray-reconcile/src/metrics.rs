@@ -96,6 +96,8 @@ pub struct ControllerMetrics {
     reconcile_total: Family<ReconcileLabels, Counter>,
     reconcile_errors: Family<ControllerLabels, Counter>,
     reconcile_time: Family<ControllerLabels, Histogram, Buckets>,
+    /// Objects the operator cannot read, by kind (shared by every controller's watches).
+    pub undecodable: crate::decode::UndecodableGauge,
 }
 
 impl ControllerMetrics {
@@ -109,7 +111,13 @@ impl ControllerMetrics {
             reconcile_total: Family::default(),
             reconcile_errors: Family::default(),
             reconcile_time: Family::new_with_constructor(Buckets(reconcile_time_buckets)),
+            undecodable: Family::default(),
         };
+        registry.register(
+            crate::decode::UNDECODABLE_METRIC,
+            "Objects the operator's watches skip because they cannot be read as its types, by kind",
+            m.undecodable.clone(),
+        );
         if custom_resource_metrics {
             registry.register(
                 "kuberay_cluster_provisioned_duration_seconds",

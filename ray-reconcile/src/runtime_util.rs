@@ -19,6 +19,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use tracing::debug;
 
+use crate::decode::{Decoded, FromMetadata, UnreadableReporter, readable_events};
 use crate::events::{EventSpec, Severity};
 
 /// Resolves once the operator shuts down: a controller's `graceful_shutdown_on` trigger.
@@ -59,19 +60,33 @@ pub fn strip_unread_metadata<K: kube::Resource>(object: &mut K) {
     }
 }
 
-/// The watch of a controller's own custom resource `K` in `namespace`: paged initial lists, what reconcile
-/// never reads stripped before an object reaches `writer`'s store; yields every applied object.
+/// The watch of a controller's own custom resource `K` in `namespace`: paged initial lists, each object
+/// decoded on its own (one that cannot be read goes to `unreadable` instead of failing the watch; see
+/// [`crate::decode`]), what reconcile never reads stripped before an object reaches `writer`'s store; yields
+/// every applied object.
 pub fn custom_resource_changes<K>(
     client: Client,
     namespace: Option<&str>,
     writer: reflector::store::Writer<K>,
+    unreadable: UnreadableReporter,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
-    K: kube::Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: kube::Resource<Scope = NamespaceResourceScope>
+        + FromMetadata
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
-    watcher(scoped_api::<K>(client, namespace), custom_resource_watch_config())
-        .default_backoff()
+    let events = watcher(
+        scoped_api::<Decoded<K>>(client, namespace),
+        custom_resource_watch_config(),
+    )
+    .default_backoff();
+    readable_events(events, unreadable)
         .modify(strip_unread_metadata)
         .reflect(writer)
         .applied_objects()

@@ -11,14 +11,17 @@ use super::executor::{self, Context};
 use super::index::{ClusterIndex, ClusterKey, Compact};
 use super::observed::{PodInfo, ServiceInfo};
 use super::podgen::PodGenSettings;
+use super::slim::SlimPod;
 use crate::cluster_feed::ClusterFeed;
 use crate::config::ReconcileConfig;
+use crate::decode::{Decoded, FromMetadata, UnreadableReporter, readable_events};
 use crate::metrics::ControllerMetrics;
 use crate::mtls::MtlsFeed;
 use crate::runtime_util::{
     StopSignal, custom_resource_watch_config, run_per_scope, scoped_api as api, strip_unread_metadata,
 };
 use futures::{Stream, StreamExt, TryStreamExt, future, stream};
+use k8s_openapi::api::core::v1::Service;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::utils::{Predicate, predicates};
@@ -74,21 +77,24 @@ pub async fn run(client: Client, config: ControllerConfig, shutdown: impl Future
 }
 
 /// Watch one child kind through a label selector, index it and yield the clusters it touched.
+///
+/// Each child is decoded on its own: one that cannot be read is reported through `unreadable` and left out
+/// of the index instead of failing the watch (see [`crate::decode`]).
 fn child_triggers<T>(
-    api: Api<T::Source>,
+    api: Api<Decoded<T::Source>>,
     selector: &str,
     index: ClusterIndex<T>,
+    unreadable: UnreadableReporter,
     on_touched: impl Fn(&[ClusterKey], bool) + Send + 'static,
 ) -> impl Stream<Item = ObjectRef<RayCluster>> + Send + 'static
 where
     T: Compact,
-    T::Source: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    T::Source: kube::Resource + FromMetadata + Clone + DeserializeOwned + Debug + Send + 'static,
     <T::Source as kube::Resource>::DynamicType: Default,
 {
     let wc = watcher::Config::default().labels(selector);
     let kind = <T::Source as kube::Resource>::plural(&Default::default()).into_owned();
-    watcher(api, wc)
-        .default_backoff()
+    readable_events(watcher(api, wc).default_backoff(), unreadable)
         .map(move |event| {
             let touched = match event {
                 Ok(event) => {
@@ -122,10 +128,13 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         Arc::clone(&config.metrics),
     ));
     let mtls_pods = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
+    // Objects that cannot be read are reported with the controller's recorder and counted in one gauge.
+    let (recorder, gauge) = (Some(ctx.recorder.clone()), config.metrics.undecodable.clone());
     let pod_triggers = child_triggers::<PodInfo>(
         api(client.clone(), ns),
         POD_SELECTOR,
         ctx.pods.clone(),
+        UnreadableReporter::new::<SlimPod>(recorder.clone(), gauge.clone()),
         move |touched, relisted| {
             if let Some((feed, pods)) = &mtls_pods {
                 if relisted {
@@ -143,6 +152,7 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         api(client.clone(), ns),
         RAY_CLUSTER_LABEL,
         ctx.services.clone(),
+        UnreadableReporter::new::<Service>(recorder.clone(), gauge.clone()),
         |_, _| {},
     );
 
@@ -152,8 +162,9 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
     let mtls = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
     // For(RayCluster) with OR(GenerationChanged, LabelChanged, AnnotationChanged), plus the deletion
     // mark: status writes do not trigger.
-    let clusters = watcher(api::<RayCluster>(client, ns), custom_resource_watch_config())
-        .default_backoff()
+    let cluster_events =
+        watcher(api::<Decoded<RayCluster>>(client, ns), custom_resource_watch_config()).default_backoff();
+    let clusters = readable_events(cluster_events, UnreadableReporter::new::<RayCluster>(recorder, gauge))
         .modify(strip_unread_metadata)
         .reflect(writer)
         .inspect_ok(move |event| match event {

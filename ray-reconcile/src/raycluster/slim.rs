@@ -18,6 +18,15 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlimPod(pub Pod);
 
+impl crate::decode::FromMetadata for SlimPod {
+    fn from_metadata(metadata: ObjectMeta) -> Self {
+        SlimPod(Pod {
+            metadata,
+            ..Pod::default()
+        })
+    }
+}
+
 impl kube::Resource for SlimPod {
     type DynamicType = ();
     type Scope = NamespaceResourceScope;

@@ -29,6 +29,7 @@ use super::executor::reconcile;
 use super::metrics::RayJobMetrics;
 use super::plan::RayJobPlanConfig;
 use crate::cluster_feed::ClusterFeed;
+use crate::decode::{UndecodableGauge, UnreadableReporter};
 use crate::events::{EventSpec, Severity};
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
@@ -62,6 +63,8 @@ pub struct RayJobControllerConfig {
     pub scheduler: BatchScheduler,
     /// The RayCluster changes the RayCluster controller's watch publishes (one RayCluster watch for all).
     pub cluster_feed: ClusterFeed,
+    /// The gauge of objects the operator cannot read (shared with the other controllers).
+    pub undecodable: UndecodableGauge,
 }
 
 /// Shared state of the reconciles.
@@ -110,7 +113,8 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         let ns = namespace.as_deref();
         info!(namespace = ns.unwrap_or("<all>"), "starting RayJob controller");
         let (reader, writer) = reflector::store();
-        let rayjobs = custom_resource_changes::<RayJob>(client.clone(), ns, writer);
+        let unreadable = UnreadableReporter::new::<RayJob>(Some(ctx.recorder.clone()), config.undecodable.clone());
+        let rayjobs = custom_resource_changes::<RayJob>(client.clone(), ns, writer, unreadable);
         Controller::for_stream(rayjobs, reader)
             .reconcile_on(config.cluster_feed.owners_of_kind::<RayJob>(namespace.clone()))
             .owns_stream(owned_changes::<Job>(client.clone(), ns, watcher::Config::default()))

@@ -29,6 +29,7 @@ use super::executor::reconcile;
 use super::plan::{DEFAULT_REQUEUE, RayServicePlanConfig};
 use super::serve_api::ServeClient;
 use crate::cluster_feed::ClusterFeed;
+use crate::decode::{UndecodableGauge, UnreadableReporter};
 use crate::events::EventSpec;
 use crate::runtime_util::{custom_resource_changes, note_failed_passes, owned_changes, publish_event, run_per_scope};
 
@@ -64,6 +65,8 @@ pub struct RayServiceControllerConfig {
     pub concurrency: u16,
     /// The RayCluster changes the RayCluster controller's watch publishes (one RayCluster watch for all).
     pub cluster_feed: ClusterFeed,
+    /// The gauge of objects the operator cannot read (shared with the other controllers).
+    pub undecodable: UndecodableGauge,
 }
 
 /// Namespace and name of a RayService.
@@ -174,7 +177,8 @@ pub async fn run(
         // Like KubeRay's predicates, only spec (generation), label, annotation and deletion
         // changes trigger a pass; status writes do not (the 2 s requeue keeps passes coming).
         let (reader, writer) = reflector::store();
-        let rayservices = custom_resource_changes::<RayService>(client.clone(), ns, writer)
+        let unreadable = UnreadableReporter::new::<RayService>(Some(ctx.recorder.clone()), config.undecodable.clone());
+        let rayservices = custom_resource_changes::<RayService>(client.clone(), ns, writer, unreadable)
             .predicate_filter(trigger_hash, Default::default());
         Controller::for_stream(rayservices, reader)
             .reconcile_on(config.cluster_feed.owners_of_kind::<RayService>(namespace.clone()))
