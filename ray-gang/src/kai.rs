@@ -37,8 +37,8 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>) -> Vec<GangLog> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::*;
     use crate::scheduler::BatchScheduler;
+    use crate::test_fixtures::*;
     use serde_json::json;
 
     #[test]

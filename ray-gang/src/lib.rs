@@ -80,8 +80,6 @@
 
 pub mod constants;
 pub mod error;
-#[cfg(test)]
-mod fixtures;
 mod go_struct_json;
 pub mod kai;
 pub mod parent;
@@ -90,6 +88,8 @@ pub mod scheduler_plugins;
 pub mod selection;
 pub mod sizing;
 pub mod submitter;
+#[cfg(test)]
+mod test_fixtures;
 pub mod volcano;
 pub mod yunikorn;
 

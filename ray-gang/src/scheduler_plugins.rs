@@ -132,8 +132,8 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::*;
     use crate::scheduler::{BatchScheduler, DesiredPodGroup};
+    use crate::test_fixtures::*;
 
     const GANG: (&str, &str) = ("ray.io/gang-scheduling-enabled", "true");
 

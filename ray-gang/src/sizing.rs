@@ -136,7 +136,7 @@ pub fn pod_group_params(spec: &RayClusterSpec) -> Result<GangSize, QuantityError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::*;
+    use crate::test_fixtures::*;
     use proptest::prelude::*;
     use ray_api::quantity::Qty;
     use serde_json::json;

@@ -363,8 +363,8 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>, group_name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::*;
     use crate::scheduler::{BatchScheduler, DesiredPodGroup};
+    use crate::test_fixtures::*;
     use serde_json::json;
 
     fn volcano_cluster(cluster: &RayCluster) -> PodGroup {

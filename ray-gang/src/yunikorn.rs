@@ -174,8 +174,8 @@ pub fn decorate(parent: Parent<'_>, child: &mut Child<'_>, group_name: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::*;
     use crate::scheduler::BatchScheduler;
+    use crate::test_fixtures::*;
     use ray_api::RayCluster;
     use serde_json::json;
 
