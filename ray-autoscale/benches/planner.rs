@@ -138,6 +138,7 @@ fn bench_operator_math(c: &mut Criterion) {
                         pods,
                         surplus_deletion: true,
                         multi_host_indexing: true,
+                        create_limit: usize::MAX,
                     })
                 })
                 .collect();

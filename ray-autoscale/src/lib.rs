@@ -51,6 +51,7 @@
 //!     pods: &pods,
 //!     surplus_deletion: surplus_deletion_enabled(from_api::autoscaling_enabled(&cluster.spec), false),
 //!     multi_host_indexing: true,
+//!     create_limit: usize::MAX,
 //! };
 //! let WorkerGroupPlan::Scale(step) = plan_worker_group(&input) else {
 //!     panic!("a healthy single-host group scales");

@@ -47,8 +47,11 @@ pub enum MultiHostOutcome {
     },
     /// Scaling done: create these replicas (surplus replicas are in the deletions).
     Scaled {
-        /// Replicas to create.
+        /// Replicas to create (at most `create_limit` pods' worth, and at least one replica when the
+        /// limit is not zero, so a replica wider than the limit still progresses).
         create: Vec<NewReplica>,
+        /// Replicas still missing beyond `create`, left for a later step.
+        deferred_replicas: i64,
         /// Desired replica count (`desired pods / numOfHosts`).
         expected_replicas: i64,
         /// Replicas counted as running.
@@ -133,13 +136,21 @@ pub(crate) fn plan_multi_host_group(input: &WorkerGroupInput<'_>) -> MultiHostPl
     let expected = desired_replica_groups(input.replicas);
     let diff = expected - i64::try_from(running.len()).unwrap_or(i64::MAX);
     let mut create = Vec::new();
+    let mut deferred_replicas = 0;
     if diff > 0 {
         let mut used: BTreeSet<i32> = running
             .iter()
             .filter_map(|(_, pods)| pods.iter().find_map(|p| p.replica_index))
             .collect();
         let mut next_free = free_indices(&mut used);
-        for _ in 0..diff {
+        let hosts = usize::try_from(input.replicas.num_of_hosts.max(1)).unwrap_or(1);
+        let limit = match input.create_limit {
+            0 => 0,
+            pods => (pods / hosts).max(1),
+        };
+        let listed = usize::try_from(diff).unwrap_or(usize::MAX).min(limit);
+        deferred_replicas = diff - i64::try_from(listed).unwrap_or(i64::MAX);
+        for _ in 0..listed {
             let Some(replica_index) = next_free() else { break };
             create.push(NewReplica {
                 replica_index,
@@ -156,6 +167,7 @@ pub(crate) fn plan_multi_host_group(input: &WorkerGroupInput<'_>) -> MultiHostPl
         deletions,
         outcome: MultiHostOutcome::Scaled {
             create,
+            deferred_replicas,
             expected_replicas: expected,
             running_replicas: running.len(),
         },
@@ -183,6 +195,7 @@ mod tests {
                 pods: &self.pods,
                 surplus_deletion: surplus,
                 multi_host_indexing: true,
+                create_limit: usize::MAX,
             });
             let WorkerGroupPlan::MultiHost(plan) = plan else {
                 panic!("expected multi-host plan")
@@ -285,6 +298,39 @@ mod tests {
         assert_eq!(sim.pods.len(), 12);
         sim.step(&g, &[], false);
         assert_eq!(sim.pods.len(), 16);
+    }
+
+    #[test]
+    fn multi_host_creates_are_bounded_by_the_create_limit() {
+        let g = GroupReplicas {
+            replicas: Some(i32::MAX),
+            num_of_hosts: 4,
+            ..Default::default()
+        };
+        let scaled = |create_limit| match plan_worker_group(&WorkerGroupInput {
+            replicas: &g,
+            workers_to_delete: &[],
+            pods: &[],
+            surplus_deletion: true,
+            multi_host_indexing: true,
+            create_limit,
+        }) {
+            WorkerGroupPlan::MultiHost(MultiHostPlan {
+                outcome:
+                    MultiHostOutcome::Scaled {
+                        create,
+                        deferred_replicas,
+                        ..
+                    },
+                ..
+            }) => (create.len(), deferred_replicas),
+            other => panic!("{other:?}"),
+        };
+        let expected = i64::from(i32::MAX);
+        assert_eq!(scaled(200), (50, expected - 50));
+        // A replica wider than the limit is still created whole.
+        assert_eq!(scaled(3), (1, expected - 1));
+        assert_eq!(scaled(0), (0, expected));
     }
 
     #[test]

@@ -73,6 +73,10 @@ pub struct WorkerGroupInput<'a> {
     pub surplus_deletion: bool,
     /// Feature gate `RayMultiHostIndexing` (default on).
     pub multi_host_indexing: bool,
+    /// Most pods this step lists to create; the rest of the difference is reported as deferred. A group
+    /// may ask for up to 2,147,483,647 replicas, so the list is bounded by what the caller will create
+    /// this pass rather than by the spec.
+    pub create_limit: usize,
 }
 
 /// Scale decision of a single-host group: `workersToDelete`, then create or delete the difference.
@@ -83,8 +87,10 @@ pub struct ScalePlan {
     pub delete_by_name: Vec<String>,
     /// Surplus pods to delete (the first `-diff` of the remaining pods in list order).
     pub surplus: Vec<String>,
-    /// Pods to create.
+    /// Pods to create (at most the step's `create_limit`).
     pub create: Vec<NewWorker>,
+    /// Pods still missing beyond `create`, left for a later step.
+    pub deferred: i64,
     /// Desired pod count.
     pub desired: i64,
     /// Pods counted as running after the `workersToDelete` deletions.
@@ -140,6 +146,7 @@ pub fn plan_worker_group(input: &WorkerGroupInput<'_>) -> WorkerGroupPlan {
         &running,
         input.surplus_deletion,
         input.multi_host_indexing,
+        input.create_limit,
     );
     WorkerGroupPlan::Scale(ScalePlan {
         delete_by_name: input.workers_to_delete.to_vec(),
@@ -149,11 +156,13 @@ pub fn plan_worker_group(input: &WorkerGroupInput<'_>) -> WorkerGroupPlan {
 
 /// The create-or-delete-the-difference step alone, for a controller that performed the `workersToDelete`
 /// deletions itself and knows which really succeeded: `running` = listed pods minus those deleted this pass.
+/// At most `create_limit` creates are listed; the rest of the difference is [`ScalePlan::deferred`].
 pub fn scale_step(
     desired: i64,
     running: &[&ObservedPod],
     surplus_deletion: bool,
     multi_host_indexing: bool,
+    create_limit: usize,
 ) -> ScalePlan {
     let count = running.len();
     let diff = desired - i64::try_from(count).unwrap_or(i64::MAX);
@@ -165,11 +174,13 @@ pub fn scale_step(
     if diff > 0 {
         let mut used: BTreeSet<i32> = running.iter().filter_map(|p| p.replica_index).collect();
         let mut next_free = free_indices(&mut used);
-        plan.create = (0..diff)
+        let listed = usize::try_from(diff).unwrap_or(usize::MAX).min(create_limit);
+        plan.create = (0..listed)
             .map(|_| NewWorker {
                 replica_index: if multi_host_indexing { next_free() } else { None },
             })
             .collect();
+        plan.deferred = diff - i64::try_from(listed).unwrap_or(i64::MAX);
     } else if diff < 0 && surplus_deletion {
         // KubeRay takes the first pods in list order (no age or readiness ranking).
         let surplus = usize::try_from(-diff).unwrap_or(usize::MAX);
@@ -234,6 +245,7 @@ mod tests {
             pods,
             surplus_deletion: surplus,
             multi_host_indexing: true,
+            create_limit: usize::MAX,
         })
     }
 
@@ -346,6 +358,7 @@ mod tests {
                 pods: &pods,
                 surplus_deletion: true,
                 multi_host_indexing: false,
+                create_limit: usize::MAX,
             });
             apply(&pods, &p).len()
         };
@@ -368,6 +381,7 @@ mod tests {
                 pods: &[],
                 surplus_deletion: true,
                 multi_host_indexing: false,
+                create_limit: usize::MAX,
             });
             assert_eq!(apply(&[], &p).len(), expected);
         }
@@ -387,6 +401,7 @@ mod tests {
             pods: &pods,
             surplus_deletion: true,
             multi_host_indexing: true,
+            create_limit: usize::MAX,
         });
         assert!(apply(&pods, &p).is_empty());
     }
@@ -403,8 +418,40 @@ mod tests {
             pods: &fixture_pods(),
             surplus_deletion: false,
             multi_host_indexing: true,
+            create_limit: usize::MAX,
         });
         assert_eq!(p, WorkerGroupPlan::DeleteAll);
+    }
+
+    #[test]
+    fn the_largest_replica_count_lists_only_the_create_limit() {
+        // 2,147,483,647 replicas (maxReplicas defaulted to the same): the step lists 200 creates and
+        // reports the rest as deferred instead of allocating two billion entries.
+        let g = GroupReplicas {
+            replicas: Some(i32::MAX),
+            ..Default::default()
+        };
+        let pods = fixture_pods();
+        let p = plan_worker_group(&WorkerGroupInput {
+            replicas: &g,
+            workers_to_delete: &[],
+            pods: &pods,
+            surplus_deletion: true,
+            multi_host_indexing: true,
+            create_limit: 200,
+        });
+        let WorkerGroupPlan::Scale(s) = p else { panic!() };
+        assert_eq!(s.desired, i64::from(i32::MAX));
+        assert_eq!(s.create.len(), 200);
+        assert_eq!(s.deferred, i64::from(i32::MAX) - 5 - 200);
+        assert_eq!(s.create.last().and_then(|w| w.replica_index), Some(199));
+    }
+
+    #[test]
+    fn a_zero_create_limit_defers_every_create() {
+        let s = scale_step(3, &[], true, true, 0);
+        assert!(s.create.is_empty());
+        assert_eq!(s.deferred, 3);
     }
 
     #[test]

@@ -16,6 +16,23 @@ use serde_json::Value;
 use super::RenderSettings;
 use super::input::{InputError, Origin};
 
+/// Most worker pods `render` prints for one RayCluster. The schema lets a group ask for 2,147,483,647
+/// replicas; rendering them all would hold billions of pods in memory before the first byte is printed.
+pub const MAX_RENDERED_WORKER_PODS: i64 = 100_000;
+
+/// The field path of the worker group whose desired pods take the cluster past
+/// [`MAX_RENDERED_WORKER_PODS`], and the cluster's total up to and including it.
+fn too_many_workers(cluster: &RayCluster) -> Option<(String, i64)> {
+    let mut total = 0i64;
+    for (index, group) in cluster.spec.worker_group_specs.iter().flatten().enumerate() {
+        total = total.saturating_add(desired_pods(&group_replicas(group)));
+        if total > MAX_RENDERED_WORKER_PODS {
+            return Some((format!("spec.workerGroupSpecs[{index}].replicas"), total));
+        }
+    }
+    None
+}
+
 /// The RayCluster's children, in creation order.
 pub fn render_cluster(
     origin: &Origin,
@@ -67,6 +84,11 @@ pub fn render_cluster(
         return Ok(items);
     }
 
+    if let Some((field, total)) = too_many_workers(cluster) {
+        return Err(fail(&format!(
+            "{field}: {total} worker pods or more; render prints at most {MAX_RENDERED_WORKER_PODS} per RayCluster"
+        )));
+    }
     let generator = PodGenerator::new(cluster, config);
     let mut head = generator.head_pod().map_err(|e| fail(&e))?;
     settings
@@ -117,4 +139,41 @@ fn serve_service_enabled(cluster: &RayCluster) -> bool {
 
 fn to_json(object: &impl Serialize) -> Result<Value, serde_json::Error> {
     serde_json::to_value(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster_with_groups(replicas: &[i32]) -> RayCluster {
+        let groups: Vec<Value> = replicas
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                serde_json::json!({"groupName": format!("g{i}"), "replicas": r, "minReplicas": 0,
+                    "maxReplicas": i32::MAX, "rayStartParams": {}, "template": {"spec": {"containers": []}}})
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "c"},
+            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": []}}},
+                "workerGroupSpecs": groups}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_largest_replica_count_is_refused_naming_the_field() {
+        assert_eq!(
+            too_many_workers(&cluster_with_groups(&[1, i32::MAX])),
+            Some(("spec.workerGroupSpecs[1].replicas".to_owned(), 1 + i64::from(i32::MAX)))
+        );
+        // Many groups add up.
+        let many = vec![30; 4_000];
+        assert_eq!(
+            too_many_workers(&cluster_with_groups(&many)).map(|(field, _)| field),
+            Some("spec.workerGroupSpecs[3333].replicas".to_owned())
+        );
+        assert_eq!(too_many_workers(&cluster_with_groups(&[100_000])), None);
+    }
 }

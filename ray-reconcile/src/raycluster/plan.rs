@@ -189,14 +189,16 @@ pub struct PodPlan {
     pub actions: Vec<PodAction>,
     /// Error returned after all operations succeeded (e.g. `delete 2 unhealthy worker Pods`).
     pub error_after: Option<PassError>,
-    /// Single-host worker creates beyond [`MAX_WORKER_CREATES_PER_PASS`] were left for the next pass.
+    /// Worker creates beyond [`MAX_WORKER_CREATES_PER_PASS`] were left for the next pass.
     pub deferred_creates: bool,
 }
 
-/// Most single-host worker pods one pass builds and creates. A pass builds every pod it creates before the
-/// first request, so a 5,000-worker scale-up in one pass held 5,000 decoded pods (about 25 KB each) at once,
-/// and the allocator kept that peak as resident memory; in slices the peak stays at a few MB, and other
-/// clusters get their turn between slices. The next pass follows as soon as the watch has seen the slice.
+/// Most worker pods one pass builds and creates (a multi-host replica wider than what is left is still
+/// created whole). A pass builds every pod it creates before the first request, so a 5,000-worker scale-up
+/// in one pass held 5,000 decoded pods (about 25 KB each) at once, and the allocator kept that peak as
+/// resident memory; in slices the peak stays at a few MB, and other clusters get their turn between slices.
+/// The bound also reaches the replica math, so `replicas: 2147483647` lists 200 creates rather than two
+/// billion. The next pass follows as soon as the watch has seen the slice.
 pub const MAX_WORKER_CREATES_PER_PASS: usize = 200;
 
 /// A pod that cannot be generated fails the pass like a failed create (KubeRay returns the
@@ -329,6 +331,7 @@ pub fn plan_pods_from(
             pods: &pods,
             surplus_deletion: surplus,
             multi_host_indexing: config.gates.ray_multi_host_indexing,
+            create_limit: MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates),
         };
         let mut new_worker = |placement: WorkerPlacement| -> Result<PodAction, PassError> {
             match generator.worker_pod(group_index, &placement) {
@@ -390,12 +393,11 @@ pub fn plan_pods_from(
                     plan.error_after = Some(PassError::plain(block.clone()));
                     return plan;
                 }
-                let budget = MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates);
-                if scale.create.len() > budget {
+                if scale.deferred > 0 {
                     plan.deferred_creates = true;
                 }
-                worker_creates += scale.create.len().min(budget);
-                for w in scale.create.into_iter().take(budget) {
+                worker_creates += scale.create.len();
+                for w in scale.create {
                     match new_worker(WorkerPlacement {
                         replica_index: w.replica_index,
                         ..Default::default()
@@ -435,14 +437,22 @@ pub fn plan_pods_from(
                         plan.error_after = Some(PassError::plain(scale_strategy_error(deleted_pods)));
                         return plan;
                     }
-                    MultiHostOutcome::Scaled { create, .. } => {
+                    MultiHostOutcome::Scaled {
+                        create,
+                        deferred_replicas,
+                        ..
+                    } => {
                         if !create.is_empty()
                             && let Some(block) = &observed.tls_block
                         {
                             plan.error_after = Some(PassError::plain(block.clone()));
                             return plan;
                         }
+                        if deferred_replicas > 0 {
+                            plan.deferred_creates = true;
+                        }
                         for replica in create {
+                            worker_creates += usize::try_from(replica.hosts).unwrap_or(0);
                             let replica_name = format!("{g}-{}", random_suffix());
                             for host in 0..replica.hosts {
                                 match new_worker(WorkerPlacement {
@@ -655,5 +665,14 @@ spec:
         group.replicas = Some(MAX_WORKER_CREATES_PER_PASS as i32);
         group.max_replicas = Some(MAX_WORKER_CREATES_PER_PASS as i32);
         assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, false));
+        // The largest replica count the schema allows, maxReplicas defaulted: one slice, the rest deferred.
+        let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.replicas = Some(i32::MAX);
+        group.max_replicas = None;
+        assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, true));
+        // Multi-host replicas count against the same budget.
+        let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.num_of_hosts = Some(4);
+        assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, true));
     }
 }
