@@ -15,6 +15,8 @@ use kube_sim::{SimConfig, SimHandle, SimServer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+pub mod fuzz;
+
 /// The real operator binary, running; killed on drop.
 pub struct Operator {
     child: Child,
