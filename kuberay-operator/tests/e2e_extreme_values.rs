@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube_sim::{AgentConfig, SimConfig};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
@@ -135,11 +135,7 @@ async fn pods_of(client: &Client, cluster: &str) -> Vec<Pod> {
 }
 
 async fn events(client: &Client) -> Vec<Event> {
-    Api::<Event>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    common::namespace_events(client, NS).await
 }
 
 fn regarding(event: &Event) -> &str {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use ray_api::validation::ValidationOptions;
 use ray_api::{RayCluster, RayJob};
@@ -66,11 +66,7 @@ fn invalid_reasons(kind: &str) -> &'static [&'static str] {
 }
 
 async fn events(client: &Client) -> Vec<Event> {
-    Api::<Event>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
+    common::namespace_events(client, NS).await
 }
 
 /// Whether `events` hold the Event `stored` must get.

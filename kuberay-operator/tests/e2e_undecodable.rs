@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use ray_api::RayCluster;
 use serde_json::{Value, json};
@@ -160,11 +160,8 @@ async fn undecodable_gauge(metrics_port: u16, kind: &str) -> Option<i64> {
 }
 
 async fn undecodable_events(client: &Client) -> Vec<Event> {
-    Api::<Event>::namespaced(client.clone(), NS)
-        .list(&ListParams::default())
+    common::namespace_events(client, NS)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some("UndecodableObject"))
         .collect()

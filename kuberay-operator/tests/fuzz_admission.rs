@@ -94,11 +94,5 @@ fn mutated_samples_are_allowed_or_denied_never_panic() {
         started.elapsed().as_secs_f64(),
         failures.len()
     );
-    assert!(
-        failures.is_empty(),
-        "seed {seed} ({} failures; replay with {}={seed}):\n{}",
-        failures.len(),
-        fuzz::SEED_VAR,
-        failures.join("\n")
-    );
+    fuzz::assert_no_failures(seed, &failures);
 }

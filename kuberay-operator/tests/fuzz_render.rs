@@ -113,11 +113,5 @@ fn mutated_samples_render_or_are_refused_never_crash() {
         started.elapsed().as_secs_f64(),
         failures.len()
     );
-    assert!(
-        failures.is_empty(),
-        "seed {seed} ({} failures; replay with {}={seed}):\n{}",
-        failures.len(),
-        fuzz::SEED_VAR,
-        failures.join("\n")
-    );
+    fuzz::assert_no_failures(seed, &failures);
 }

@@ -450,6 +450,16 @@ fn short(value: &Value) -> String {
     clip(&value.to_string(), 40)
 }
 
+/// Fails the test with every failure and the seed that replays them, unless there are none.
+pub fn assert_no_failures(seed: u64, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "seed {seed} ({} failures; replay with {SEED_VAR}={seed}):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// `text` cut to at most `max` characters (a failure message must stay readable next to huge strings).
 pub fn clip(text: &str, max: usize) -> String {
     if text.chars().count() > max {

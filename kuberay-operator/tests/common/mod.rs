@@ -295,6 +295,15 @@ pub fn sample_document<T: serde::de::DeserializeOwned>(file: &str, kind: &str) -
     serde_json::from_value(doc).unwrap()
 }
 
+/// Every Event (`events.k8s.io/v1`, as the operator writes them) in `ns`.
+pub async fn namespace_events(client: &Client, ns: &str) -> Vec<k8s_openapi::api::events::v1::Event> {
+    Api::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
 /// Live (not terminating) pods of the RayCluster `cluster` in `ns`.
 pub async fn live_cluster_pods(client: &Client, ns: &str, cluster: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
