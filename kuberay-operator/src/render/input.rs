@@ -155,88 +155,91 @@ fn as_stored(value: &mut Value, kind: &str, suffixes: &mut dyn SuffixSource) {
     }
 }
 
-/// Reads, strictly parses and validates every document of one input.
+/// Reads, strictly parses and validates every document of one input: `Err` when the input is not YAML,
+/// else one result per document, so a caller can go on past an invalid one.
 pub fn read_documents(
     file: &str,
     text: &str,
     options: &ValidationOptions,
     suffixes: &mut dyn SuffixSource,
-) -> Result<Vec<Document>, InputError> {
+) -> Result<Vec<Result<Document, InputError>>, InputError> {
     let values: Vec<Value> = ray_api::yaml::from_yaml_documents(text).map_err(|e| InputError::Yaml {
         file: file.to_owned(),
         message: e.to_string(),
     })?;
     let mut documents = Vec::new();
-    for (index, mut value) in values.into_iter().enumerate() {
+    for (index, value) in values.into_iter().enumerate() {
         if value.is_null() {
             continue;
         }
-        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let origin = Origin {
-            file: file.to_owned(),
-            index,
-        };
-        let parse_error = |message: String| InputError::Parse {
-            file: file.to_owned(),
-            index,
-            kind: kind.clone(),
-            message,
-        };
-        if api_version != <RayCluster as kube::Resource>::api_version(&()) {
-            documents.push(Document::Skipped { index, kind });
-            continue;
-        }
-        match kind.as_str() {
-            "RayCluster" | "RayJob" | "RayService" => {
-                // Strictness applies to what the user wrote, before the server's defaults.
-                let strict_error = |e: ray_api::strict::StrictParseError| parse_error(e.to_string());
-                let invalid = |name: Option<&String>, e: ray_api::validation::ValidationError| InputError::Invalid {
-                    file: file.to_owned(),
-                    index,
-                    kind: kind.clone(),
-                    name: name.cloned().unwrap_or_default(),
-                    field: e.field,
-                    message: e.message,
-                };
-                let document = match kind.as_str() {
-                    "RayCluster" => {
-                        from_value_strict::<RayCluster>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let cluster: RayCluster = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_cluster(&cluster, options)
-                            .map_err(|e| invalid(cluster.metadata.name.as_ref(), e))?;
-                        Document::Cluster {
-                            origin,
-                            cluster: Box::new(cluster),
-                        }
-                    }
-                    "RayJob" => {
-                        from_value_strict::<RayJob>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let job: RayJob = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_job(&job, options).map_err(|e| invalid(job.metadata.name.as_ref(), e))?;
-                        Document::Job {
-                            origin,
-                            job: Box::new(job),
-                        }
-                    }
-                    _ => {
-                        from_value_strict::<RayService>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let service: RayService = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_service(&service, options)
-                            .map_err(|e| invalid(service.metadata.name.as_ref(), e))?;
-                        Document::Service {
-                            origin,
-                            service: Box::new(service),
-                        }
-                    }
-                };
-                documents.push(document);
-            }
-            _ => documents.push(Document::Skipped { index, kind }),
-        }
+        documents.push(read_document(file, index, value, options, suffixes));
     }
     Ok(documents)
+}
+
+/// Reads, strictly parses and validates document `index` of `file`.
+fn read_document(
+    file: &str,
+    index: usize,
+    mut value: Value,
+    options: &ValidationOptions,
+    suffixes: &mut dyn SuffixSource,
+) -> Result<Document, InputError> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if api_version != <RayCluster as kube::Resource>::api_version(&()) {
+        return Ok(Document::Skipped { index, kind });
+    }
+    let origin = Origin {
+        file: file.to_owned(),
+        index,
+    };
+    // Strictness applies to what the user wrote, before the server's defaults.
+    let strict_error = |e: ray_api::strict::StrictParseError| InputError::Parse {
+        file: file.to_owned(),
+        index,
+        kind: kind.clone(),
+        message: e.to_string(),
+    };
+    let invalid = |name: Option<&String>, e: ray_api::validation::ValidationError| InputError::Invalid {
+        file: file.to_owned(),
+        index,
+        kind: kind.clone(),
+        name: name.cloned().unwrap_or_default(),
+        field: e.field,
+        message: e.message,
+    };
+    match kind.as_str() {
+        "RayCluster" => {
+            from_value_strict::<RayCluster>(value.clone()).map_err(strict_error)?;
+            as_stored(&mut value, &kind, suffixes);
+            let cluster: RayCluster = from_value_strict(value).map_err(strict_error)?;
+            validate_ray_cluster(&cluster, options).map_err(|e| invalid(cluster.metadata.name.as_ref(), e))?;
+            Ok(Document::Cluster {
+                origin,
+                cluster: Box::new(cluster),
+            })
+        }
+        "RayJob" => {
+            from_value_strict::<RayJob>(value.clone()).map_err(strict_error)?;
+            as_stored(&mut value, &kind, suffixes);
+            let job: RayJob = from_value_strict(value).map_err(strict_error)?;
+            validate_ray_job(&job, options).map_err(|e| invalid(job.metadata.name.as_ref(), e))?;
+            Ok(Document::Job {
+                origin,
+                job: Box::new(job),
+            })
+        }
+        "RayService" => {
+            from_value_strict::<RayService>(value.clone()).map_err(strict_error)?;
+            as_stored(&mut value, &kind, suffixes);
+            let service: RayService = from_value_strict(value).map_err(strict_error)?;
+            validate_ray_service(&service, options).map_err(|e| invalid(service.metadata.name.as_ref(), e))?;
+            Ok(Document::Service {
+                origin,
+                service: Box::new(service),
+            })
+        }
+        _ => Ok(Document::Skipped { index, kind }),
+    }
 }
