@@ -54,7 +54,7 @@ impl Col {
     }
 
     /// The JSON column definition.
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(self) -> Value {
         definition(self.name, self.ty, self.format, self.description, self.priority)
     }
 }

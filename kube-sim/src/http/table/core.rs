@@ -164,12 +164,10 @@ fn node_address(node: &Value, ty: &str) -> String {
 
 /// `printNode`.
 pub fn node(node: &Value, now: Timestamp) -> Row {
+    // The last Ready condition wins, as in upstream's condition map.
     let ready = node["status"]["conditions"]
         .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["type"] == "Ready")
-        .last();
+        .and_then(|a| a.iter().rev().find(|c| c["type"] == "Ready"));
     let mut status = vec![match ready {
         Some(c) if c["status"] == "True" => "Ready",
         Some(_) => "NotReady",

@@ -228,7 +228,7 @@ impl Printer {
 
     fn definitions(&self) -> Vec<Value> {
         match self {
-            Self::Builtin(p) => p.columns.iter().map(Col::to_json).collect(),
+            Self::Builtin(p) => p.columns.iter().copied().map(Col::to_json).collect(),
             Self::Custom(c) => c.definitions(),
             Self::Default => vec![NAME.to_json(), CREATED_AT.to_json()],
         }
