@@ -5,17 +5,8 @@ use std::collections::BTreeSet;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::age;
 use super::columns::{AGE, Col, NAME, Row};
-use super::format::{NONE, int, len, list_with_more};
-
-fn name(obj: &Value) -> Value {
-    obj["metadata"]["name"].clone()
-}
-
-fn created(obj: &Value, now: Timestamp) -> Value {
-    json!(age::since(&obj["metadata"]["creationTimestamp"], now))
-}
+use super::format::{NONE, created, int, len, list_with_more, name};
 
 /// Ingress columns.
 pub const INGRESS: &[Col] = &[
@@ -287,13 +278,10 @@ pub fn priority_class(pc: &Value, now: Timestamp) -> Row {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-
-    fn now() -> Timestamp {
-        "2026-01-01T01:00:00Z".parse().unwrap()
-    }
+    use crate::http::table::test_clock::{meta_created, now};
 
     fn meta() -> Value {
-        json!({"name": "x", "creationTimestamp": "2026-01-01T00:59:30Z"})
+        meta_created("2026-01-01T00:59:30Z")
     }
 
     #[test]

@@ -7,15 +7,7 @@ use serde_json::{Value, json};
 
 use super::age;
 use super::columns::{AGE, Col, NAME, Row};
-use super::format::{NONE, format_labels, int, len, str_or};
-
-fn name(obj: &Value) -> Value {
-    obj["metadata"]["name"].clone()
-}
-
-fn created(obj: &Value, now: Timestamp) -> Value {
-    json!(age::since(&obj["metadata"]["creationTimestamp"], now))
-}
+use super::format::{NONE, created, format_labels, int, len, name, str_or};
 
 /// Service columns.
 pub const SERVICE: &[Col] = &[
@@ -488,13 +480,10 @@ pub fn pvc(pvc: &Value, now: Timestamp) -> Row {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-
-    fn now() -> Timestamp {
-        "2026-01-01T01:00:00Z".parse().unwrap()
-    }
+    use crate::http::table::test_clock::{meta_created, now};
 
     fn meta() -> Value {
-        json!({"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"})
+        meta_created("2026-01-01T00:00:00Z")
     }
 
     #[test]

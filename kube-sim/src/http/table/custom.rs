@@ -93,7 +93,7 @@ impl CustomColumns {
     /// One object's row: the first value each path selects, typed by the column (`null` when missing).
     pub fn row(&self, obj: &Value, now: Timestamp) -> Row {
         let mut cells = Vec::with_capacity(1 + self.columns.len());
-        cells.push(obj["metadata"]["name"].clone());
+        cells.push(super::format::name(obj));
         for c in &self.columns {
             let cell = match c.path.find(obj) {
                 Ok(found) => match found.first() {
@@ -135,9 +135,7 @@ mod tests {
         json!({"spec": {"versions": [{"name": "v1", "additionalPrinterColumns": columns}, {"name": "v1alpha1"}]}})
     }
 
-    fn now() -> Timestamp {
-        "2026-01-01T01:00:00Z".parse().unwrap()
-    }
+    use crate::http::table::test_clock::now;
 
     #[test]
     fn crd_table_convertor_types_cells_by_column() {

@@ -2,10 +2,23 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::age;
 
 /// The cell for an absent value in most printers.
 pub const NONE: &str = "<none>";
+
+/// The object's name, the first cell of most rows.
+pub fn name(obj: &Value) -> Value {
+    obj["metadata"]["name"].clone()
+}
+
+/// The object's age at `now`, the Age cell.
+pub fn created(obj: &Value, now: Timestamp) -> Value {
+    json!(age::since(&obj["metadata"]["creationTimestamp"], now))
+}
 
 /// A string field, or `default` when absent or empty.
 pub fn str_or<'a>(v: &'a Value, default: &'a str) -> &'a str {

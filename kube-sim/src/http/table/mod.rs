@@ -239,7 +239,7 @@ impl Printer {
             Self::Builtin(p) => (p.row)(obj, now),
             Self::Custom(c) => c.row(obj, now),
             Self::Default => vec![
-                obj["metadata"]["name"].clone(),
+                format::name(obj),
                 json!(age::rfc3339(&obj["metadata"]["creationTimestamp"])),
             ]
             .into(),
@@ -330,6 +330,20 @@ impl TableWriter {
             Value::Array(self.printer.definitions())
         };
         self.table(meta, definitions, vec![self.row_json(obj, Timestamp::now())])
+    }
+}
+
+/// The fixed "now" of the printers' unit tests.
+#[cfg(test)]
+pub(crate) mod test_clock {
+    /// 2026-01-01T01:00:00Z.
+    pub fn now() -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_767_229_200).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    /// The metadata of an object named `x` created at `created`.
+    pub fn meta_created(created: &str) -> serde_json::Value {
+        serde_json::json!({"name": "x", "creationTimestamp": created})
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::age;
 use super::columns::{AGE, Col, NAME, Row};
-use super::format::NONE;
+use super::format::{NONE, created, name};
 
 /// Pod columns (`kubectl get pods`, and with `-o wide`).
 pub const COLUMNS: &[Col] = &[
@@ -199,11 +199,11 @@ pub fn row(pod: &Value, now: Timestamp) -> Row {
     };
     Row {
         cells: vec![
-            pod["metadata"]["name"].clone(),
+            name(pod),
             json!(format!("{ready}/{total}")),
             json!(reason),
             json!(restarts_cell),
-            json!(age::since(&pod["metadata"]["creationTimestamp"], now)),
+            created(pod, now),
             json!(ip),
             json!(node),
             json!(nominated),
@@ -218,9 +218,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn now() -> Timestamp {
-        "2026-01-01T01:00:00Z".parse().unwrap()
-    }
+    use crate::http::table::test_clock::now;
 
     fn pod(status: Value) -> Value {
         json!({

@@ -6,15 +6,9 @@ use serde_json::{Value, json};
 
 use super::age;
 use super::columns::{AGE, CONTAINERS_DOC, Col, IMAGES_DOC, NAME, Row};
-use super::format::{NONE, format_label_selector, format_labels, int, layout_containers, len, selector_string};
-
-fn name(obj: &Value) -> Value {
-    obj["metadata"]["name"].clone()
-}
-
-fn created(obj: &Value, now: Timestamp) -> Value {
-    json!(age::since(&obj["metadata"]["creationTimestamp"], now))
-}
+use super::format::{
+    NONE, created, format_label_selector, format_labels, int, layout_containers, len, name, selector_string,
+};
 
 fn containers(template: &Value) -> [Value; 2] {
     let (names, images) = layout_containers(&template["spec"]["containers"]);
@@ -300,9 +294,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn now() -> Timestamp {
-        "2026-01-01T01:00:00Z".parse().unwrap()
-    }
+    use crate::http::table::test_clock::now;
 
     fn template() -> Value {
         json!({"spec": {"containers": [{"name": "web", "image": "nginx:1"}, {"name": "log", "image": "busybox"}]}})
