@@ -1,7 +1,5 @@
 //! Printers of the networking, discovery, RBAC, coordination and admission kinds kube-sim serves.
 
-use std::collections::BTreeSet;
-
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -50,23 +48,12 @@ pub fn ingress(ing: &Value, now: Timestamp) -> Row {
     } else {
         hosts.join(",")
     };
-    let address: BTreeSet<&str> = ing["status"]["loadBalancer"]["ingress"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|i| {
-            i["ip"]
-                .as_str()
-                .filter(|s| !s.is_empty())
-                .or_else(|| i["hostname"].as_str().filter(|s| !s.is_empty()))
-        })
-        .collect();
     let ports = if len(&ing["spec"]["tls"]) > 0 { "80, 443" } else { "80" };
     vec![
         name(ing),
         json!(ing["spec"]["ingressClassName"].as_str().unwrap_or(NONE)),
         json!(hosts),
-        json!(address.into_iter().collect::<Vec<_>>().join(",")),
+        json!(super::core::load_balancer(&ing["status"]["loadBalancer"])),
         json!(ports),
         created(ing, now),
     ]

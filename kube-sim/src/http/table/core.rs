@@ -30,8 +30,8 @@ pub const SERVICE: &[Col] = &[
     .wide(),
 ];
 
-/// `loadBalancerStatusStringer` (wide: never clipped): unique IPs or hostnames, sorted, comma-joined.
-fn load_balancer(status: &Value) -> String {
+/// `loadBalancerStatusStringer` of Services and Ingresses (wide: never clipped): unique IPs or hostnames, sorted, comma-joined.
+pub(super) fn load_balancer(status: &Value) -> String {
     let set: BTreeSet<&str> = status["ingress"]
         .as_array()
         .into_iter()
