@@ -237,6 +237,16 @@ async fn table_responses_follow_kube_apiserver_table_convertor() {
     let mut second = pod.clone();
     second.metadata.name = Some("raw2".into());
     pods.create(&Default::default(), &second).await.unwrap();
+    // A page of a list carries the list's continue token and remaining count.
+    let page: Value = serde_json::from_str(
+        &raw(&sim, TABLE_V1, "/api/v1/namespaces/default/pods?limit=1")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(page["rows"].as_array().unwrap().len(), 1);
+    assert!(!page["metadata"]["continue"].as_str().unwrap().is_empty());
+    assert_eq!(page["metadata"]["remainingItemCount"], 1);
     let stream = raw(
         &sim,
         TABLE_V1,
