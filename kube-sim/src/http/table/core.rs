@@ -297,12 +297,17 @@ pub const SECRET: &[Col] = &[
     AGE,
 ];
 
-/// `printSecret`.
+/// `printSecret`. kube-apiserver folds `stringData` into `data` on write, so its keys count too.
 pub fn secret(s: &Value, now: Timestamp) -> Row {
+    let keys: BTreeSet<&String> = ["data", "stringData"]
+        .iter()
+        .filter_map(|f| s[*f].as_object())
+        .flat_map(|m| m.keys())
+        .collect();
     vec![
         name(s),
         json!(s["type"].as_str().unwrap_or_default()),
-        json!(len(&s["data"])),
+        json!(keys.len()),
         created(s, now),
     ]
     .into()
@@ -589,7 +594,8 @@ mod tests {
     fn print_small_core_kinds() {
         let cm = json!({"metadata": meta(), "data": {"a": "1"}, "binaryData": {"b": ""}});
         assert_eq!(config_map(&cm, now()).cells, [json!("x"), json!(2), json!("60m")]);
-        let s = json!({"metadata": meta(), "type": "Opaque", "data": {"a": "", "b": "", "c": ""}});
+        let s = json!({"metadata": meta(), "type": "Opaque", "data": {"a": "", "b": "", "c": ""},
+            "stringData": {"c": "x"}});
         assert_eq!(
             secret(&s, now()).cells,
             [json!("x"), json!("Opaque"), json!(3), json!("60m")]
