@@ -33,6 +33,14 @@ pub(super) fn to_json(message: &dyn MessageDyn) -> Result<Value, ProtoError> {
         let name = shape.json_name(field.name());
         let required = shape.is_required(name);
         let value = match field.runtime_field_type() {
+            RuntimeFieldType::Singular(_) if shape.is_inlined(field.name()) => {
+                if let Some(ReflectValueRef::Message(m)) = field.get_singular(message)
+                    && let Value::Object(fields) = to_json(&*m)?
+                {
+                    out.extend(fields);
+                }
+                continue;
+            }
             RuntimeFieldType::Singular(_) => match field.get_singular(message) {
                 None => continue,
                 Some(ReflectValueRef::Message(m)) => to_json(&*m)?,
@@ -131,6 +139,16 @@ pub(super) fn from_json(descriptor: &MessageDescriptor, value: &Value) -> Result
     };
     let shape = registry().shape(descriptor.full_name());
     let mut message = descriptor.new_instance();
+    for field in descriptor.fields().filter(|f| shape.is_inlined(f.name())) {
+        // An embedded struct takes its fields from the parent object.
+        if let RuntimeFieldType::Singular(RuntimeType::Message(inner)) = field.runtime_field_type()
+            && inner
+                .fields()
+                .any(|f| object.get(f.name()).is_some_and(|v| !v.is_null()))
+        {
+            field.set_singular_field(&mut *message, ReflectValueBox::Message(from_json(&inner, value)?));
+        }
+    }
     for (property, value) in object {
         if value.is_null() {
             continue;

@@ -49,6 +49,9 @@ pub(super) struct MessageShape {
     renamed_back: HashMap<String, String>,
     /// JSON properties Go writes even when empty (no `omitempty`).
     required: HashSet<String>,
+    /// Proto fields of embedded Go structs (`json:",inline"`, such as `IngressRule.ingressRuleValue` or
+    /// `Volume.volumeSource`), whose fields JSON writes into the parent object.
+    inlined: HashSet<String>,
 }
 
 impl MessageShape {
@@ -60,6 +63,11 @@ impl MessageShape {
     /// The proto field name of the JSON property `property`.
     pub(super) fn proto_name<'a>(&'a self, property: &'a str) -> &'a str {
         self.renamed_back.get(property).map_or(property, String::as_str)
+    }
+
+    /// Whether the proto field `field` is an embedded struct that JSON flattens into its parent.
+    pub(super) fn is_inlined(&self, field: &str) -> bool {
+        self.inlined.contains(field)
     }
 
     /// Whether Go writes the JSON property even when it is empty.
@@ -169,6 +177,14 @@ impl Builder {
                 {
                     shape.renamed.insert(name.to_string(), property.to_string());
                     shape.renamed_back.insert(property.to_string(), name.to_string());
+                }
+                if let protobuf::reflect::RuntimeFieldType::Singular(protobuf::reflect::RuntimeType::Message(child)) =
+                    field.runtime_field_type()
+                    && !properties.is_empty()
+                    && !properties.iter().any(|p| fold(p) == fold(name))
+                    && child.fields().any(|f| properties.contains(&f.name()))
+                {
+                    shape.inlined.insert(name.to_string());
                 }
                 if let protobuf::reflect::RuntimeFieldType::Singular(protobuf::reflect::RuntimeType::Message(m))
                 | protobuf::reflect::RuntimeFieldType::Repeated(protobuf::reflect::RuntimeType::Message(m))

@@ -112,6 +112,12 @@ fn sample(descriptor: &protobuf::reflect::MessageDescriptor, path: &mut Vec<Stri
     let mut out = serde_json::Map::new();
     for field in descriptor.fields() {
         let value = match field.runtime_field_type() {
+            RuntimeFieldType::Singular(ty) if shape.is_inlined(field.name()) => {
+                if let Value::Object(fields) = element(&ty, path) {
+                    out.extend(fields);
+                }
+                continue;
+            }
             RuntimeFieldType::Singular(ty) => element(&ty, path),
             RuntimeFieldType::Repeated(ty) => json!([element(&ty, path)]),
             RuntimeFieldType::Map(_, ty) => json!({"key": element(&ty, path)}),
@@ -176,6 +182,15 @@ fn json_names_that_differ_from_the_proto_field_names() {
     };
     let back = decode_body(PROTOBUF, &encode_object(&object).unwrap(), target).unwrap();
     assert_eq!(back, object);
+}
+
+#[test]
+fn embedded_structs_are_flattened_into_their_parent() {
+    let object = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {
+        "volumes": [{"name": "v", "configMap": {"name": "cm"}}],
+        "containers": [{"name": "c", "readinessProbe": {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 5}}]}});
+    let (_, _, raw) = message_from_object(&object).unwrap();
+    assert_eq!(object_from_message("v1", "Pod", &raw).unwrap(), object);
 }
 
 #[test]
