@@ -297,7 +297,7 @@ pub fn negotiate(accept: &str, custom: bool) -> Result<Output, ApiError> {
                 let (k, v) = p.split_once('=').unwrap_or((p, ""));
                 match k.trim() {
                     "q" => q = v.trim().parse().unwrap_or(1.0),
-                    "as" => table = true,
+                    "as" => table = v.trim() == "Table",
                     _ => {}
                 }
             }
@@ -309,13 +309,13 @@ pub fn negotiate(accept: &str, custom: bool) -> Result<Output, ApiError> {
     }
     ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut asked_only_protobuf = true;
-    for (q, media, as_param) in &ranges {
+    for (q, media, table) in &ranges {
         if *q <= 0.0 {
             continue;
         }
         if media == PROTOBUF {
             // Metadata-only answers have a protobuf form; tables do not.
-            if !custom && !(*as_param && accept.contains("as=Table")) {
+            if !custom && !*table {
                 return Ok(Output::Protobuf);
             }
             continue;

@@ -224,13 +224,16 @@ fn map_repeated(
     (0..repeated.len()).map(|i| each(repeated.get(i))).collect()
 }
 
+/// Builds a `JSONSchemaProps` message of the given descriptor from its JSON object.
+pub(super) type SchemaFromJson = dyn Fn(&MessageDescriptor, &Value) -> Result<Box<dyn MessageDyn>, ProtoError>;
+
 /// Builds the special-type message `descriptor` from its JSON `value`; `schema` builds a
 /// `JSONSchemaProps` message from a JSON object.
 pub(super) fn from_json(
     special: Special,
     descriptor: &MessageDescriptor,
     value: &Value,
-    schema: &dyn Fn(&MessageDescriptor, &Value) -> Result<Box<dyn MessageDyn>, ProtoError>,
+    schema: &SchemaFromJson,
 ) -> Result<Box<dyn MessageDyn>, ProtoError> {
     let mut message = descriptor.new_instance();
     let m = &mut *message;
