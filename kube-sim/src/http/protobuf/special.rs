@@ -322,3 +322,108 @@ fn schema_descriptor(union: &MessageDescriptor) -> Result<MessageDescriptor, Pro
         _ => Err(ProtoError::Schema(format!("{} has no schema field", union.full_name()))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use serde_json::json;
+
+    use super::super::{BodyTarget, PROTOBUF, decode_body, encode_object, object_from_message};
+    use super::*;
+
+    /// `object` written as protobuf and read back.
+    fn round_trip(object: &Value) -> Value {
+        let target = BodyTarget {
+            api_version: object["apiVersion"].as_str().unwrap(),
+            kind: object["kind"].as_str().unwrap(),
+            custom: false,
+        };
+        decode_body(PROTOBUF, &encode_object(object).unwrap(), target).unwrap()
+    }
+
+    #[test]
+    fn times_are_rfc3339_in_utc_to_the_second_or_microsecond() {
+        assert_eq!(
+            format_time(1_704_164_645, 123_456_789, false).unwrap(),
+            "2024-01-02T03:04:05Z"
+        );
+        assert_eq!(
+            format_time(1_704_164_645, 123_456_789, true).unwrap(),
+            "2024-01-02T03:04:05.123456Z"
+        );
+        assert_eq!(format_time(0, 0, false).unwrap(), "1970-01-01T00:00:00Z");
+        assert_eq!(parse_time("2024-01-02T04:04:05+01:00").unwrap(), (1_704_164_645, 0));
+        assert!(parse_time("yesterday").is_err());
+        // Go writes an unset (zero) time as an empty message and reads it back as null.
+        let event = json!({"kind": "Event", "apiVersion": "events.k8s.io/v1",
+            "metadata": {"name": "e", "creationTimestamp": "2024-01-02T03:04:05Z"},
+            "eventTime": "2024-01-02T03:04:05.500000Z", "deprecatedFirstTimestamp": "2024-01-02T03:04:06Z"});
+        assert_eq!(round_trip(&event), event);
+        let (_, _, raw) = crate::http::protobuf::message_from_object(&json!({"kind": "Namespace",
+            "apiVersion": "v1", "metadata": {"name": "n"}}))
+        .unwrap();
+        // metadata { name: "n", creationTimestamp: <empty> } as kubectl writes it.
+        let mut with_zero_time = raw.clone();
+        with_zero_time[1] += 2;
+        with_zero_time.extend([0x42, 0x00]);
+        assert_eq!(
+            object_from_message("v1", "Namespace", &with_zero_time).unwrap()["metadata"],
+            json!({"name": "n", "creationTimestamp": null})
+        );
+    }
+
+    #[test]
+    fn quantities_int_or_strings_and_durations_keep_their_go_text() {
+        let quota = json!({"kind": "ResourceQuota", "apiVersion": "v1", "metadata": {"name": "q"},
+            "spec": {"hard": {"cpu": "500m", "memory": "1Gi", "pods": "2"}}});
+        assert_eq!(round_trip(&quota), quota);
+        // A number where a quantity belongs is written as its text.
+        let numeric = json!({"kind": "ResourceQuota", "apiVersion": "v1", "metadata": {"name": "q"},
+            "spec": {"hard": {"pods": 2}}});
+        assert_eq!(round_trip(&numeric)["spec"]["hard"]["pods"], "2");
+        let service = json!({"kind": "Service", "apiVersion": "v1", "metadata": {"name": "s"},
+            "spec": {"ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": "https"}]}});
+        assert_eq!(round_trip(&service), service);
+        let pdb = json!({"kind": "PodDisruptionBudget", "apiVersion": "policy/v1", "metadata": {"name": "p"},
+            "spec": {"minAvailable": "50%"}});
+        assert_eq!(round_trip(&pdb), pdb);
+        assert_eq!(kube_compat::go_duration::format_nanos(90_000_000_000), "1m30s");
+    }
+
+    #[test]
+    fn embedded_json_and_unions_are_written_as_their_go_marshal_json() {
+        let revision = json!({"kind": "ControllerRevision", "apiVersion": "apps/v1",
+            "metadata": {"name": "r", "managedFields": [{"manager": "m", "operation": "Update",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]},
+            "data": {"spec": {"replicas": 3}}, "revision": 2});
+        assert_eq!(round_trip(&revision), revision);
+        let review = json!({"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": "t"}, "spec": {"token": "x"},
+            "status": {"authenticated": true, "user": {"username": "u", "extra": {"scopes": ["a", "b"]}}}});
+        assert_eq!(round_trip(&review), review);
+        let schema = |props: Value| {
+            json!({"kind": "CustomResourceDefinition", "apiVersion": "apiextensions.k8s.io/v1",
+                "metadata": {"name": "t.x.io"}, "spec": {"group": "x.io", "scope": "Cluster",
+                "names": {"plural": "t", "kind": "T"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": props}}]}})
+        };
+        for props in [
+            json!({"type": "object", "additionalProperties": true}),
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            json!({"type": "array", "items": {"type": "string"}}),
+            json!({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}),
+            json!({"type": "object", "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}),
+            json!({"type": "string", "default": "x", "enum": ["x", "y"], "example": {"any": [1]}}),
+        ] {
+            assert_eq!(round_trip(&schema(props.clone())), schema(props));
+        }
+    }
+
+    #[test]
+    fn secret_bytes_are_base64() {
+        let secret = json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "s"},
+            "data": {"k": "dg==", "bin": "AP8="}, "type": "Opaque"});
+        assert_eq!(round_trip(&secret), secret);
+    }
+}
