@@ -5,6 +5,7 @@ pub mod discovery;
 mod openapi;
 pub mod protobuf;
 pub mod proxy;
+mod table;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -457,6 +458,21 @@ impl Ctx {
         r
     }
 
+    /// The Table this GET asks for (`Accept: ...;as=Table`), if any; the plain path pays one substring test.
+    fn table_writer(&self, info: &ResourceInfo, q: &Query) -> Result<Option<table::TableWriter>, ApiError> {
+        if !self.accept.contains("as=Table") {
+            return Ok(None);
+        }
+        let Some(version) = table::negotiate(&self.accept)? else {
+            return Ok(None);
+        };
+        let request = table::TableRequest {
+            version,
+            include: table::IncludeObject::parse(q.get("includeObject"))?,
+        };
+        Ok(Some(table::TableWriter::new(self.store(), info, request)))
+    }
+
     fn object_response(&self, code: u16, obj: &StoredObject) -> Response<Body> {
         if self.metadata_only() {
             let meta = obj.partial_metadata();
@@ -541,14 +557,18 @@ impl Ctx {
         let watch_protobuf = protobuf::negotiate(&self.accept, info.custom).ok() == Some(protobuf::Output::Protobuf);
         match (verb, route.name.as_deref()) {
             ("list", None) => self.list(&info, ns, q),
-            ("watch", None) => watch::serve(
-                self.state.clone(),
-                info,
-                route.namespace.clone(),
-                q,
-                self.metadata_only(),
-                watch_protobuf,
-            ),
+            ("watch", None) => {
+                let table = self.table_writer(&info, q)?;
+                watch::serve(
+                    self.state.clone(),
+                    info,
+                    route.namespace.clone(),
+                    q,
+                    self.metadata_only(),
+                    table,
+                    watch_protobuf,
+                )
+            }
             ("create", None) => {
                 let obj = self.parse_body(&info)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
@@ -570,6 +590,9 @@ impl Ctx {
             }
             ("get", Some(name)) => {
                 let object = self.store().get(gvr, ns, name)?;
+                if let Some(t) = self.table_writer(&info, q)? {
+                    return Ok(value_response(200, &t.object(&object)));
+                }
                 Ok(self.object_response(200, &object))
             }
             ("update", Some(name)) => {
@@ -774,6 +797,9 @@ impl Ctx {
     fn list(&self, info: &ResourceInfo, ns: Option<&str>, q: &Query) -> Result<Response<Body>, ApiError> {
         let opts = self.list_options(info, q)?;
         let res = self.store().list(&info.gvr, ns, &opts)?;
+        if let Some(t) = self.table_writer(info, q)? {
+            return Ok(value_response(200, &t.list(&res)));
+        }
         Ok(self.list_response(info, &res))
     }
 

@@ -12,6 +12,7 @@ use hyper::body::Frame;
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::table::TableWriter;
 use super::{Body, HttpState, Query};
 use crate::error::ApiError;
 use crate::kinds::ResourceInfo;
@@ -29,6 +30,8 @@ struct Encoder {
     kind: String,
     api_version: String,
     meta_only: bool,
+    /// Table output (`kubectl get -w`): each object becomes a one-row Table.
+    table: Option<TableWriter>,
     /// Length-prefixed protobuf frames instead of JSON lines.
     protobuf: bool,
 }
@@ -44,7 +47,9 @@ impl Encoder {
         out.put_slice(b"\",\"object\":");
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                if self.meta_only {
+                if let Some(t) = &self.table {
+                    out.put_slice(&serde_json::to_vec(&t.watch_object(o)).unwrap_or_default());
+                } else if self.meta_only {
                     out.put_slice(&serde_json::to_vec(&o.partial_metadata()).unwrap_or_default());
                 } else {
                     out.put_slice(&o.json);
@@ -110,6 +115,7 @@ pub(super) fn serve(
     namespace: Option<String>,
     q: &Query,
     meta_only: bool,
+    table: Option<TableWriter>,
     protobuf: bool,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = q.flag("sendInitialEvents");
@@ -159,6 +165,7 @@ pub(super) fn serve(
             info.gvr.api_version()
         },
         meta_only,
+        table,
         protobuf,
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(LINE_BUFFER);
