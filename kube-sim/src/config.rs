@@ -47,6 +47,8 @@ pub struct AgentConfig {
     pub kubelet: bool,
     /// Run the Job controller.
     pub job_controller: bool,
+    /// Run the `apps/v1` controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet).
+    pub workload_controllers: bool,
     /// Emulate Volcano gang scheduling and PodGroup status.
     pub volcano: bool,
     /// Run the hollow cert-manager (issues `cert-manager.io/v1` Certificates once their CRDs are installed).
@@ -72,6 +74,7 @@ impl Default for AgentConfig {
             scheduler: true,
             kubelet: true,
             job_controller: true,
+            workload_controllers: true,
             volcano: true,
             cert_manager: true,
         }

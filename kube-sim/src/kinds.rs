@@ -145,6 +145,8 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// Short names for discovery (`po`).
     pub short_names: Vec<String>,
+    /// Discovery categories (`all` for the kinds `kubectl get all` lists).
+    pub categories: Vec<String>,
 }
 
 impl ResourceInfo {
@@ -177,6 +179,8 @@ struct Builtin {
     return_deleted: bool,
     name_rule: NameRule,
     short: &'static [&'static str],
+    scale: bool,
+    categories: &'static [&'static str],
 }
 
 const fn b(
@@ -201,6 +205,21 @@ const fn b(
         return_deleted: false,
         name_rule: NameRule::Subdomain,
         short: &[],
+        scale: false,
+        categories: &[],
+    }
+}
+
+/// The `categories` of the kinds `kubectl get all` lists.
+const ALL: &[&str] = &["all"];
+
+/// An `apps/v1` workload kind: status and scale subresources, in the `all` category.
+fn apps(plural: &'static str, kind: &'static str, short: &'static [&'static str]) -> Builtin {
+    Builtin {
+        short,
+        scale: plural != "daemonsets",
+        categories: ALL,
+        ..b("apps", "v1", plural, kind, true, true, G::Spec)
     }
 }
 
@@ -211,11 +230,13 @@ fn builtin_table() -> Vec<Builtin> {
         Builtin {
             return_deleted: true,
             short: &["po"],
+            categories: ALL,
             ..b("", "v1", "pods", "Pod", true, true, G::Spec)
         },
         Builtin {
             name_rule: NameRule::Dns1035,
             short: &["svc"],
+            categories: ALL,
             ..b("", "v1", "services", "Service", true, true, G::None)
         },
         Builtin {
@@ -273,7 +294,14 @@ fn builtin_table() -> Vec<Builtin> {
         rbac("rolebindings", "RoleBinding", true),
         rbac("clusterroles", "ClusterRole", false),
         rbac("clusterrolebindings", "ClusterRoleBinding", false),
-        b("batch", "v1", "jobs", "Job", true, true, G::Spec),
+        Builtin {
+            categories: ALL,
+            ..b("batch", "v1", "jobs", "Job", true, true, G::Spec)
+        },
+        apps("deployments", "Deployment", &["deploy"]),
+        apps("replicasets", "ReplicaSet", &["rs"]),
+        apps("statefulsets", "StatefulSet", &["sts"]),
+        apps("daemonsets", "DaemonSet", &["ds"]),
         Builtin {
             short: &["ing"],
             ..b("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, G::Spec)
@@ -346,7 +374,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             kind: t.kind.to_string(),
             namespaced: t.namespaced,
             status_subresource: t.status,
-            scale_subresource: false,
+            scale_subresource: t.scale,
             generation: t.generation,
             unconditional_update: t.unconditional,
             create_on_update: t.create_on_update,
@@ -356,6 +384,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             default_orphan: t.group == "batch" && t.plural == "jobs",
             custom: false,
             short_names: t.short.iter().map(|s| s.to_string()).collect(),
+            categories: t.categories.iter().map(|s| s.to_string()).collect(),
         })
         .collect()
 }
@@ -375,10 +404,13 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
         .map(str::to_string)
         .unwrap_or_else(|| kind.to_lowercase());
     let namespaced = spec["scope"].as_str() != Some("Cluster");
-    let short_names: Vec<String> = names["shortNames"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let short_names = strings(&names["shortNames"]);
+    let categories = strings(&names["categories"]);
     let Some(versions) = spec["versions"].as_array() else {
         return Vec::new();
     };
@@ -408,6 +440,7 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
                 default_orphan: false,
                 custom: true,
                 short_names: short_names.clone(),
+                categories: categories.clone(),
             })
         })
         .collect()

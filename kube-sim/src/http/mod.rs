@@ -4,6 +4,7 @@
 pub mod discovery;
 mod openapi;
 pub mod proxy;
+pub mod scale;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -445,6 +446,7 @@ impl Ctx {
         match route.subresource.as_deref() {
             None => {}
             Some("status") if info.status_subresource => {}
+            Some("scale") if info.scale_subresource && !info.custom => return self.scale(&info, &route, q, verb),
             Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
             Some("log") if info.gvr.resource == "pods" && verb == "get" => {
                 let name = route.name.as_deref().unwrap_or_default();
@@ -521,18 +523,7 @@ impl Ctx {
                 Ok(self.object_response(if created { 201 } else { 200 }, &o))
             }
             ("patch", Some(name)) => {
-                let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
-                    ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
-                })?;
-                let body = match &mut kind {
-                    PatchKind::Apply { field_manager, force } => {
-                        *field_manager = q.get("fieldManager").map(str::to_string);
-                        *force = q.flag("force");
-                        crate::patch::parse_apply_body(&self.body)?
-                    }
-                    _ => serde_json::from_slice(&self.body)
-                        .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
-                };
+                let (kind, body) = self.patch_body(q)?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
@@ -567,6 +558,39 @@ impl Ctx {
             }
             _ => Err(ApiError::method_not_allowed()),
         }
+    }
+
+    /// The patch kind (from `Content-Type`) and the decoded patch document of a `PATCH` request.
+    fn patch_body(&self, q: &Query) -> Result<(PatchKind, Value), ApiError> {
+        let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
+            ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
+        })?;
+        let body = match &mut kind {
+            PatchKind::Apply { field_manager, force } => {
+                *field_manager = q.get("fieldManager").map(str::to_string);
+                *force = q.flag("force");
+                crate::patch::parse_apply_body(&self.body)?
+            }
+            _ => serde_json::from_slice(&self.body)
+                .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
+        };
+        Ok((kind, body))
+    }
+
+    /// Serves the `scale` subresource of a built-in workload.
+    fn scale(&self, info: &ResourceInfo, route: &Route, q: &Query, verb: &str) -> Result<Response<Body>, ApiError> {
+        let (store, ns) = (self.store(), route.namespace.as_deref());
+        let name = route.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+        let scale = match verb {
+            "get" => scale::get(store, info, ns, name)?,
+            "update" => scale::update(store, info, ns, name, &self.parse_body()?)?,
+            "patch" => {
+                let (kind, body) = self.patch_body(q)?;
+                scale::patch(store, info, ns, name, &kind, &body)?
+            }
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        Ok(value_response(200, &scale))
     }
 
     /// Sends a write of one object to the validating webhooks whose rules match it (nothing to do, and
