@@ -74,6 +74,13 @@ pub(super) fn default_workload(info: &ResourceInfo, obj: &mut Value) {
         }
         _ => {}
     }
+    // Go clients send an unset template creation time as `null`; typed decoding drops it, so must we, or the
+    // template of a rollback (`kubectl rollout undo`) would differ from its ReplicaSet's.
+    if let Some(tmeta) = spec["template"]["metadata"].as_object_mut()
+        && tmeta.get("creationTimestamp").is_some_and(Value::is_null)
+    {
+        tmeta.remove("creationTimestamp");
+    }
     if spec["template"]["spec"].is_object() {
         let mut pod = json!({"spec": spec["template"]["spec"].take()});
         default_pod(&mut pod);
