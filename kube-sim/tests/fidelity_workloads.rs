@@ -12,9 +12,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
 use serde_json::{Value, json};
+use support::{WAIT, wait_for};
 
-/// Upper bound for any single wait in these tests.
-const WAIT: Duration = Duration::from_secs(20);
+mod support;
 
 async fn start() -> SimHandle {
     SimServer::start(SimConfig {
@@ -44,29 +44,27 @@ fn deployment(name: &str, replicas: i64, image: &str, strategy: Value) -> Deploy
     .unwrap()
 }
 
-/// Polls `get(name)` until `pred` holds (bounded by [`WAIT`]); returns the object's JSON.
-async fn wait_for<K>(api: &Api<K>, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let fut = async {
-        loop {
-            if let Ok(o) = api.get(name).await {
-                let v = serde_json::to_value(&o).unwrap();
-                if pred(&v) {
-                    return v;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    match tokio::time::timeout(WAIT, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!(
-            "timed out waiting for {name}: {what}; last: {:?}",
-            api.get(name).await.ok()
-        ),
-    }
+/// Creates a Deployment and waits until it is rolled out; returns its JSON.
+async fn create_rolled_out(
+    deploys: &Api<Deployment>,
+    name: &str,
+    replicas: i64,
+    image: &str,
+    strategy: Value,
+) -> Value {
+    deploys
+        .create(&PostParams::default(), &deployment(name, replicas, image, strategy))
+        .await
+        .unwrap();
+    wait_for(deploys, name, "rolled out", |v| rolled_out(v, replicas)).await
+}
+
+/// Waits until the Deployment is rolled out at `revision`.
+async fn wait_revision(deploys: &Api<Deployment>, name: &str, replicas: i64, revision: &str) {
+    wait_for(deploys, name, "rolled out at the revision", |v| {
+        rolled_out(v, replicas) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == revision
+    })
+    .await;
 }
 
 fn rolled_out(v: &Value, replicas: i64) -> bool {
@@ -109,11 +107,7 @@ async fn set_image(deploys: &Api<Deployment>, name: &str, image: &str) {
 async fn deployment_creates_replicaset_named_by_pod_template_hash() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
-    deploys
-        .create(&PostParams::default(), &deployment("web", 3, "nginx:1.27", json!(null)))
-        .await
-        .unwrap();
-    let d = wait_for(&deploys, "web", "rolled out", |v| rolled_out(v, 3)).await;
+    let d = create_rolled_out(&deploys, "web", 3, "nginx:1.27", json!(null)).await;
     assert_eq!(
         d["spec"]["strategy"]["rollingUpdate"],
         json!({"maxSurge": "25%", "maxUnavailable": "25%"})
@@ -179,29 +173,33 @@ async fn deployment_creates_replicaset_named_by_pod_template_hash() {
     assert_eq!(rs["status"]["observedGeneration"], 1);
 }
 
+/// Lists `api`, keeps `view` of each object by name, and watches from the list's resourceVersion.
+async fn list_then_watch<K, T>(api: &Api<K>, view: impl Fn(&Value) -> T) -> (BTreeMap<String, T>, EventStream<K>)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug + Send + 'static,
+{
+    let list = api.list(&ListParams::default()).await.unwrap();
+    let rv = list.metadata.resource_version.clone().unwrap();
+    let seen = list
+        .items
+        .iter()
+        .map(|o| {
+            let v = serde_json::to_value(o).unwrap();
+            (v["metadata"]["name"].as_str().unwrap().to_string(), view(&v))
+        })
+        .collect();
+    (seen, api.watch(&WatchParams::default(), &rv).await.unwrap().boxed())
+}
+
+/// A watch of one resource.
+type EventStream<K> = futures::stream::BoxStream<'static, kube::Result<WatchEvent<K>>>;
+
 /// Follows the ReplicaSets of a rollout and returns the largest sum of their `spec.replicas` at any
 /// resourceVersion, until `done` holds for the Deployment.
 async fn max_total_replicas_during(sim: &SimHandle, name: &str, change: impl std::future::Future<Output = ()>) -> i64 {
     let rss: Api<ReplicaSet> = Api::default_namespaced(sim.client());
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
-    let rv = rss
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    let mut stream = rss.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
-    let mut sizes: BTreeMap<String, i64> = list_json(&rss)
-        .await
-        .iter()
-        .map(|r| {
-            (
-                r["metadata"]["name"].as_str().unwrap().to_string(),
-                r["spec"]["replicas"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    let (mut sizes, mut stream) = list_then_watch(&rss, |r| r["spec"]["replicas"].as_i64().unwrap()).await;
     change.await;
     let mut max: i64 = sizes.values().sum();
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -234,11 +232,7 @@ async fn deployment_rolling_update_never_exceeds_max_surge() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
     let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2, "maxUnavailable": 0}});
-    deploys
-        .create(&PostParams::default(), &deployment("surge", 6, "app:v1", strategy))
-        .await
-        .unwrap();
-    wait_for(&deploys, "surge", "rolled out", |v| rolled_out(v, 6)).await;
+    create_rolled_out(&deploys, "surge", 6, "app:v1", strategy).await;
     let max = max_total_replicas_during(&sim, "surge", set_image(&deploys, "surge", "app:v2")).await;
     assert_eq!(max, 8, "the total may reach replicas + maxSurge but never more");
     let d = wait_for(&deploys, "surge", "revision 2", |v| {
@@ -253,27 +247,11 @@ async fn deployment_rolling_update_keeps_min_available_pods() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
     let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "50%", "maxUnavailable": "25%"}});
-    deploys
-        .create(&PostParams::default(), &deployment("avail", 4, "app:v1", strategy))
-        .await
-        .unwrap();
-    wait_for(&deploys, "avail", "rolled out", |v| rolled_out(v, 4)).await;
+    create_rolled_out(&deploys, "avail", 4, "app:v1", strategy).await;
     let pods: Api<Pod> = Api::default_namespaced(sim.client());
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
     let ready_now =
         |p: &Value| p["metadata"].get("deletionTimestamp").is_none() && cond(p, "Ready")["status"] == "True";
-    let mut ready: BTreeMap<String, bool> = list_json(&pods)
-        .await
-        .iter()
-        .map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), ready_now(p)))
-        .collect();
+    let (mut ready, mut stream) = list_then_watch(&pods, ready_now).await;
     set_image(&deploys, "avail", "app:v2").await;
     let mut min_ready = usize::MAX;
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -315,21 +293,7 @@ async fn deployment_recreate_stops_old_pods_before_starting_new_ones() {
     wait_for(&deploys, "rec", "rolled out", |v| rolled_out(v, 3)).await;
     let pods: Api<Pod> = Api::default_namespaced(sim.client());
     let old_hash = list_json(&pods).await[0]["metadata"]["labels"]["pod-template-hash"].clone();
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
-    let mut live: BTreeMap<String, Value> = BTreeMap::new();
-    for p in list_json(&pods).await {
-        live.insert(
-            p["metadata"]["name"].as_str().unwrap().to_string(),
-            p["metadata"]["labels"]["pod-template-hash"].clone(),
-        );
-    }
+    let (mut live, mut stream) = list_then_watch(&pods, |p| p["metadata"]["labels"]["pod-template-hash"].clone()).await;
     set_image(&deploys, "rec", "app:v2").await;
     let is_old = |h: &Value| *h == old_hash;
     // Until three new pods and no old one are left, old and new never coexist.
@@ -352,31 +316,18 @@ async fn deployment_recreate_stops_old_pods_before_starting_new_ones() {
         let old = live.values().filter(|h| is_old(h)).count();
         assert!(old == 0 || old == live.len(), "old and new pods coexist: {live:?}");
     }
-    wait_for(&deploys, "rec", "revision 2", |v| {
-        rolled_out(v, 3) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
-    })
-    .await;
+    wait_revision(&deploys, "rec", 3, "2").await;
 }
 
 #[tokio::test]
 async fn deployment_rollback_reuses_replicaset_with_next_revision() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
-    deploys
-        .create(&PostParams::default(), &deployment("undo", 2, "app:v1", json!(null)))
-        .await
-        .unwrap();
-    wait_for(&deploys, "undo", "rolled out", |v| rolled_out(v, 2)).await;
+    create_rolled_out(&deploys, "undo", 2, "app:v1", json!(null)).await;
     set_image(&deploys, "undo", "app:v2").await;
-    wait_for(&deploys, "undo", "revision 2", |v| {
-        rolled_out(v, 2) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
-    })
-    .await;
+    wait_revision(&deploys, "undo", 2, "2").await;
     set_image(&deploys, "undo", "app:v1").await;
-    wait_for(&deploys, "undo", "revision 3", |v| {
-        rolled_out(v, 2) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
-    })
-    .await;
+    wait_revision(&deploys, "undo", 2, "3").await;
     let rss: Api<ReplicaSet> = Api::default_namespaced(sim.client());
     let list = list_json(&rss).await;
     assert_eq!(list.len(), 2, "going back reuses the first ReplicaSet");
@@ -405,10 +356,7 @@ async fn deployment_revision_history_limit_deletes_oldest_replicasets() {
     for (i, image) in ["app:v2", "app:v3", "app:v4"].iter().enumerate() {
         set_image(&deploys, "hist", image).await;
         let rev = (i + 2).to_string();
-        wait_for(&deploys, "hist", "next revision", |v| {
-            rolled_out(v, 1) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == rev.as_str()
-        })
-        .await;
+        wait_revision(&deploys, "hist", 1, &rev).await;
     }
     let rss: Api<ReplicaSet> = Api::default_namespaced(sim.client());
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -436,11 +384,7 @@ async fn deployment_revision_history_limit_deletes_oldest_replicasets() {
 async fn deployment_paused_does_not_roll_out_a_new_template() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
-    deploys
-        .create(&PostParams::default(), &deployment("paused", 2, "app:v1", json!(null)))
-        .await
-        .unwrap();
-    wait_for(&deploys, "paused", "rolled out", |v| rolled_out(v, 2)).await;
+    create_rolled_out(&deploys, "paused", 2, "app:v1", json!(null)).await;
     deploys
         .patch(
             "paused",
@@ -470,21 +414,14 @@ async fn deployment_paused_does_not_roll_out_a_new_template() {
         )
         .await
         .unwrap();
-    wait_for(&deploys, "paused", "revision 2 after resume", |v| {
-        rolled_out(v, 2) && v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
-    })
-    .await;
+    wait_revision(&deploys, "paused", 2, "2").await;
 }
 
 #[tokio::test]
 async fn scale_subresource_answers_autoscaling_v1_scale() {
     let sim = start().await;
     let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
-    deploys
-        .create(&PostParams::default(), &deployment("sc", 2, "app:v1", json!(null)))
-        .await
-        .unwrap();
-    wait_for(&deploys, "sc", "rolled out", |v| rolled_out(v, 2)).await;
+    create_rolled_out(&deploys, "sc", 2, "app:v1", json!(null)).await;
     let scale = serde_json::to_value(deploys.get_scale("sc").await.unwrap()).unwrap();
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
@@ -656,14 +593,7 @@ async fn statefulset_rolling_update_replaces_pods_from_the_highest_ordinal() {
     let before = wait_for(&sets, "ru", "ready", |v| v["status"]["readyReplicas"] == 3).await;
     let old_rev = before["status"]["updateRevision"].clone();
     let pods: Api<Pod> = Api::default_namespaced(sim.client());
-    let rv = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let (_, mut stream) = list_then_watch(&pods, |_| ()).await;
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "db:v2"}]}}}});
     sets.patch("ru", &PatchParams::default(), &Patch::Strategic(patch))
         .await

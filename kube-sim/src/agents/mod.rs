@@ -211,6 +211,19 @@ impl Cache {
     }
 }
 
+/// Removes and returns the keys whose timer fell due by `now`.
+fn take_due(timers: &mut BTreeMap<Key, std::time::Instant>, now: std::time::Instant) -> Vec<Key> {
+    let due: Vec<Key> = timers
+        .iter()
+        .filter(|(_, at)| **at <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &due {
+        timers.remove(k);
+    }
+    due
+}
+
 /// Parses an annotation's duration: Go duration text (`250ms`, `30s`, `1.5m`, `2h`, `100us`) or a bare
 /// number of seconds (`2`, `0.5`); surrounding whitespace is ignored.
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {

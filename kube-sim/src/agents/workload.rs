@@ -139,16 +139,7 @@ impl<R: Reconciler> OwnerController<R> {
     fn pass(&mut self, store: &Store) -> Option<Duration> {
         self.sync();
         let now_i = Instant::now();
-        let due: Vec<Key> = self
-            .timers
-            .iter()
-            .filter(|(_, at)| **at <= now_i)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in due {
-            self.timers.remove(&k);
-            self.dirty.insert(k);
-        }
+        self.dirty.extend(super::take_due(&mut self.timers, now_i));
         for key in std::mem::take(&mut self.dirty) {
             let Some(owner) = self.cache.maps[OWNERS].get(&key).cloned() else {
                 continue;
