@@ -41,6 +41,9 @@ pub struct AgentConfig {
     /// that submitted work to it). Clones share the registry, so hooks registered after start through
     /// [`crate::SimHandle::agent_config`] take effect.
     pub pod_hooks: PodHooks,
+    /// Container log buffers: the kubelet writes them, the pod `log` subresource reads them, other simulated
+    /// parties append to them. Clones share the buffers.
+    pub pod_logs: crate::logs::PodLogs,
     /// Run the scheduler.
     pub scheduler: bool,
     /// Run the hollow kubelet.
@@ -71,6 +74,7 @@ impl Default for AgentConfig {
             crash_backoff: Duration::from_millis(100),
             resync: Duration::from_millis(100),
             pod_hooks: PodHooks::default(),
+            pod_logs: crate::logs::PodLogs::default(),
             scheduler: true,
             kubelet: true,
             job_controller: true,

@@ -2,6 +2,7 @@
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;
+mod logs;
 mod openapi;
 pub mod proxy;
 pub mod scale;
@@ -107,6 +108,8 @@ pub struct HttpState {
     pub counters: Counters,
     /// The listening address (for discovery).
     pub addr: std::net::SocketAddr,
+    /// Container logs, for the pod `log` subresource.
+    pub pod_logs: crate::logs::PodLogs,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -129,6 +132,7 @@ impl HttpState {
             max_watch_timeout: Mutex::new(config.max_watch_timeout),
             counters: Counters::default(),
             addr,
+            pod_logs: config.agents.pod_logs.clone(),
         }
     }
 
@@ -450,11 +454,8 @@ impl Ctx {
             Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
             Some("log") if info.gvr.resource == "pods" && verb == "get" => {
                 let name = route.name.as_deref().unwrap_or_default();
-                self.store().get(gvr, ns, name)?;
-                return Ok(text_response(
-                    200,
-                    "kube-sim: containers do not run, so there are no logs\n",
-                ));
+                let pod = self.store().get(gvr, ns, name)?;
+                return logs::serve(&self.state.pod_logs, &pod, &|k| q.get(k).map(str::to_string));
             }
             Some("finalize") if info.gvr.resource == "namespaces" && verb == "update" => {
                 let mut body = self.parse_body()?;
