@@ -3,12 +3,20 @@
 //! Skipped (with a loud message) only when `kubectl` is not on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Kubectl, kubectl_available, reference, scratch_dir, start_server};
+
+mod support;
+
+use support::{Client, fresh_dir, kubectl_available, start_server};
+
+fn reference(rel: &str) -> PathBuf {
+    let p = kuberay_reference::kuberay_dir().join(rel);
+    assert!(p.exists(), "missing reference file {}", p.display());
+    p
+}
 
 #[test]
 fn kubectl_against_kube_sim_serve() {
@@ -17,9 +25,11 @@ fn kubectl_against_kube_sim_serve() {
         return;
     }
     let started = Instant::now();
-    let dir = scratch_dir("kubectl");
+    let dir = fresh_dir("kubectl");
     let (_server, kubeconfig) = start_server(&dir);
-    let k = Kubectl {
+    let k = Client {
+        program: "kubectl".into(),
+        extra_args: vec!["--request-timeout=20s".into()],
         dir: dir.clone(),
         kubeconfig,
     };

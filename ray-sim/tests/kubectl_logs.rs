@@ -4,9 +4,12 @@
 //! Skipped (with a loud message) only when `kubectl` is not on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/session.rs"]
+mod session;
 mod support;
 
-use support::{Kubectl, kubectl_session};
+use session::{kubectl_session, write_file};
+use support::Client;
 
 const PODS: &str = "apiVersion: v1
 kind: Pod
@@ -111,7 +114,7 @@ fn started(container: &str, image: &str) -> String {
 }
 
 /// Runs kubectl expecting failure; returns stderr.
-fn fails(k: &Kubectl, args: &[&str]) -> String {
+fn fails(k: &Client, args: &[&str]) -> String {
     let out = k.run(args);
     assert!(!out.status.success(), "kubectl {args:?} should fail");
     String::from_utf8(out.stderr).unwrap()
@@ -122,7 +125,7 @@ fn kubectl_logs_reads_hollow_container_logs() {
     let Some((_server, k)) = kubectl_session("kubectl-logs") else {
         return;
     };
-    let file = k.file("pods.yaml", PODS);
+    let file = write_file(&k, "pods.yaml", PODS);
     k.ok(&["apply", "-f", &file]);
     for pod in ["one", "two", "brief"] {
         k.ok(&[
@@ -202,7 +205,7 @@ fn kubectl_logs_reads_hollow_container_logs() {
     );
 
     // deploy/NAME and job/NAME resolve to one of their pods.
-    let file = k.file("workloads.yaml", WORKLOADS);
+    let file = write_file(&k, "workloads.yaml", WORKLOADS);
     k.ok(&["apply", "-f", &file]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     let out = k.run(&["logs", "deploy/web"]);

@@ -4,10 +4,13 @@
 //! Skipped (with a loud message) only when `kubectl` is not on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/session.rs"]
+mod session;
 mod support;
 
 use serde_json::Value;
-use support::{Kubectl, kubectl_session};
+use session::{kubectl_session, write_file};
+use support::Client;
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -70,11 +73,11 @@ fn last_line(out: &str) -> &str {
     out.trim_end().lines().last().unwrap_or_default()
 }
 
-fn json(k: &Kubectl, args: &[&str]) -> Value {
+fn json(k: &Client, args: &[&str]) -> Value {
     serde_json::from_str(&k.ok(args)).unwrap()
 }
 
-fn rollout_status(k: &Kubectl, target: &str) -> String {
+fn rollout_status(k: &Client, target: &str) -> String {
     k.ok(&["rollout", "status", target, "--timeout=60s"])
 }
 
@@ -83,7 +86,7 @@ fn kubectl_rollout_status_undo_scale_on_apps_workloads() {
     let Some((_server, k)) = kubectl_session("kubectl-workloads") else {
         return;
     };
-    let file = k.file("web.yaml", DEPLOYMENT);
+    let file = write_file(&k, "web.yaml", DEPLOYMENT);
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "deployment.apps/web created");
     assert_eq!(
         last_line(&rollout_status(&k, "deployment/web")),
@@ -173,9 +176,9 @@ fn kubectl_rollout_status_undo_scale_on_apps_workloads() {
     );
 
     // A StatefulSet and a DaemonSet reach ready.
-    let file = k.file("db.yaml", STATEFULSET);
+    let file = write_file(&k, "db.yaml", STATEFULSET);
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "statefulset.apps/db created");
-    let file = k.file("agent.yaml", DAEMONSET);
+    let file = write_file(&k, "agent.yaml", DAEMONSET);
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "daemonset.apps/agent created");
     // The defaulted `rollingUpdate.partition: 0` makes kubectl report a partitioned roll out, as on any cluster.
     assert_eq!(
