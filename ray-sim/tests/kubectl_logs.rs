@@ -8,95 +8,34 @@
 mod session;
 mod support;
 
-use session::{kubectl_session, write_file};
+use session::{kubectl_session, pod_yaml, workload_yaml, write_file};
 use support::Client;
 
-const PODS: &str = "apiVersion: v1
-kind: Pod
-metadata:
-  name: one
-spec:
-  containers:
-  - name: main
-    image: busybox:1.36
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: two
-spec:
-  containers:
-  - name: app
-    image: app:1
-  - name: sidecar
-    image: proxy:2
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: crasher
-  annotations:
-    kube-sim.io/failure: crash
-    kube-sim.io/run-duration: 300ms
-spec:
-  containers:
-  - name: main
-    image: busybox:1.36
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: brief
-  annotations:
-    kube-sim.io/run-duration: 2s
-spec:
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: busybox:1.36
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: slow
-  annotations:
-    kube-sim.io/start-delay: 10m
-spec:
-  containers:
-  - name: main
-    image: busybox:1.36
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: nopull
-  annotations:
-    kube-sim.io/failure: image-pull
-spec:
-  containers:
-  - name: main
-    image: missing:0
-";
+/// The pods of the test: plain, two containers, crash-looping, short-lived, slow to start, unpullable.
+fn pods() -> String {
+    let busybox = [("main", "busybox:1.36")];
+    [
+        pod_yaml("one", &[], "Always", &busybox),
+        pod_yaml("two", &[], "Always", &[("app", "app:1"), ("sidecar", "proxy:2")]),
+        pod_yaml(
+            "crasher",
+            &[("failure", "crash"), ("run-duration", "300ms")],
+            "Always",
+            &busybox,
+        ),
+        pod_yaml("brief", &[("run-duration", "2s")], "Never", &busybox),
+        pod_yaml("slow", &[("start-delay", "10m")], "Always", &busybox),
+        pod_yaml(
+            "nopull",
+            &[("failure", "image-pull")],
+            "Always",
+            &[("main", "missing:0")],
+        ),
+    ]
+    .join("---\n")
+}
 
-const WORKLOADS: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: web
-  template:
-    metadata:
-      labels:
-        app: web
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:1.27
----
-apiVersion: batch/v1
+const JOB: &str = "apiVersion: batch/v1
 kind: Job
 metadata:
   name: batch
@@ -125,7 +64,7 @@ fn kubectl_logs_reads_hollow_container_logs() {
     let Some((_server, k)) = kubectl_session("kubectl-logs") else {
         return;
     };
-    let file = write_file(&k, "pods.yaml", PODS);
+    let file = write_file(&k, "pods.yaml", &pods());
     k.ok(&["apply", "-f", &file]);
     for pod in ["one", "two", "brief"] {
         k.ok(&[
@@ -205,7 +144,8 @@ fn kubectl_logs_reads_hollow_container_logs() {
     );
 
     // deploy/NAME and job/NAME resolve to one of their pods.
-    let file = write_file(&k, "workloads.yaml", WORKLOADS);
+    let web = workload_yaml("Deployment", "web", Some(2), "nginx", "nginx:1.27");
+    let file = write_file(&k, "workloads.yaml", &format!("{web}---\n{JOB}"));
     k.ok(&["apply", "-f", &file]);
     k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     let out = k.run(&["logs", "deploy/web"]);

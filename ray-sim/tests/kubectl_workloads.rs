@@ -9,65 +9,8 @@ mod session;
 mod support;
 
 use serde_json::Value;
-use session::{kubectl_session, write_file};
+use session::{kubectl_session, workload_yaml, write_file};
 use support::Client;
-
-const DEPLOYMENT: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: web
-  template:
-    metadata:
-      labels:
-        app: web
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:1.27
-";
-
-const STATEFULSET: &str = "apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: db
-spec:
-  serviceName: db
-  replicas: 2
-  selector:
-    matchLabels:
-      app: db
-  template:
-    metadata:
-      labels:
-        app: db
-    spec:
-      containers:
-      - name: db
-        image: postgres:17
-";
-
-const DAEMONSET: &str = "apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: agent
-spec:
-  selector:
-    matchLabels:
-      app: agent
-  template:
-    metadata:
-      labels:
-        app: agent
-    spec:
-      containers:
-      - name: agent
-        image: fluent-bit:3
-";
 
 fn last_line(out: &str) -> &str {
     out.trim_end().lines().last().unwrap_or_default()
@@ -86,7 +29,11 @@ fn kubectl_rollout_status_undo_scale_on_apps_workloads() {
     let Some((_server, k)) = kubectl_session("kubectl-workloads") else {
         return;
     };
-    let file = write_file(&k, "web.yaml", DEPLOYMENT);
+    let file = write_file(
+        &k,
+        "web.yaml",
+        &workload_yaml("Deployment", "web", Some(3), "nginx", "nginx:1.27"),
+    );
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "deployment.apps/web created");
     assert_eq!(
         last_line(&rollout_status(&k, "deployment/web")),
@@ -176,9 +123,17 @@ fn kubectl_rollout_status_undo_scale_on_apps_workloads() {
     );
 
     // A StatefulSet and a DaemonSet reach ready.
-    let file = write_file(&k, "db.yaml", STATEFULSET);
+    let file = write_file(
+        &k,
+        "db.yaml",
+        &workload_yaml("StatefulSet", "db", Some(2), "db", "postgres:17"),
+    );
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "statefulset.apps/db created");
-    let file = write_file(&k, "agent.yaml", DAEMONSET);
+    let file = write_file(
+        &k,
+        "agent.yaml",
+        &workload_yaml("DaemonSet", "agent", None, "agent", "fluent-bit:3"),
+    );
     assert_eq!(k.ok(&["apply", "-f", &file]).trim(), "daemonset.apps/agent created");
     // The defaulted `rollingUpdate.partition: 0` makes kubectl report a partitioned roll out, as on any cluster.
     assert_eq!(
