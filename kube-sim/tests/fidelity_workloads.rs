@@ -447,6 +447,26 @@ async fn scale_subresource_answers_autoscaling_v1_scale() {
         rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"],
         "5"
     );
+    // PUT with the Scale's resourceVersion; a stale one conflicts like any update.
+    let mut scale = deploys.get_scale("sc").await.unwrap();
+    scale.spec.as_mut().unwrap().replicas = Some(4);
+    let replaced = deploys
+        .replace_scale("sc", &PostParams::default(), &scale)
+        .await
+        .unwrap();
+    assert_eq!(replaced.spec.unwrap().replicas, Some(4));
+    let kube::Error::Api(status) = deploys
+        .replace_scale("sc", &PostParams::default(), &scale)
+        .await
+        .unwrap_err()
+    else {
+        panic!("expected a Status")
+    };
+    assert_eq!(status.code, 409);
+    assert_eq!(
+        status.message,
+        "Operation cannot be fulfilled on deployments.apps \"sc\": the object has been modified; please apply your changes to the latest version and try again"
+    );
     let err = deploys
         .patch_scale(
             "sc",
@@ -715,4 +735,22 @@ async fn discovery_lists_apps_resources_with_scale_and_categories() {
             .iter()
             .all(|r| r["name"] != "daemonsets/scale")
     );
+}
+
+#[tokio::test]
+async fn deployment_min_ready_seconds_delays_availability() {
+    let sim = start().await;
+    let deploys: Api<Deployment> = Api::default_namespaced(sim.client());
+    let mut d = deployment("slowready", 2, "app:v1", json!(null));
+    d.spec.as_mut().unwrap().min_ready_seconds = Some(2);
+    deploys.create(&PostParams::default(), &d).await.unwrap();
+    let ready = wait_for(&deploys, "slowready", "ready", |v| v["status"]["readyReplicas"] == 2).await;
+    assert!(
+        ready["status"].get("availableReplicas").is_none(),
+        "ready is not yet available: {ready}"
+    );
+    assert_eq!(cond(&ready, "Available")["status"], "False");
+    let rss: Api<ReplicaSet> = Api::default_namespaced(sim.client());
+    assert_eq!(list_json(&rss).await[0]["spec"]["minReadySeconds"], 2);
+    wait_for(&deploys, "slowready", "available", |v| rolled_out(v, 2)).await;
 }
