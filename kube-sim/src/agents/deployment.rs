@@ -76,7 +76,9 @@ impl Spec {
         let (max_surge, max_unavailable) = if rolling {
             let (s, u) = resolve_fenceposts(&ru["maxSurge"], &ru["maxUnavailable"], replicas);
             // `MaxUnavailable` caps at the replicas and is zero for an empty Deployment.
-            (s, if replicas == 0 { 0 } else { u.min(replicas) })
+            // Bounded like the int32 fields they are upstream, so the sums below cannot overflow.
+            let bound = |v: i64| v.clamp(0, i64::from(i32::MAX));
+            (bound(s), if replicas == 0 { 0 } else { bound(u).min(replicas) })
         } else {
             (0, 0)
         };
@@ -583,7 +585,7 @@ fn scale(spec: &Spec, d: &Value, new_rs: Option<&mut Planned>, old: &mut [Planne
                 if before == 0 {
                     0
                 } else {
-                    ((p.replicas * max_now) as f64 / before as f64).round() as i64 - p.replicas
+                    (p.replicas as f64 * max_now as f64 / before as f64).round() as i64 - p.replicas
                 }
             };
             let allowed = to_add - added;

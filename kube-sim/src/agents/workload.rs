@@ -293,7 +293,7 @@ pub(super) fn scaled_value(v: &Value, total: i64, round_up: bool) -> i64 {
             let Some(p) = s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) else {
                 return s.parse().unwrap_or(0);
             };
-            let num = p * total;
+            let num = p.saturating_mul(total);
             if round_up {
                 (num + 99).div_euclid(100)
             } else {

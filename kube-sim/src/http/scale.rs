@@ -78,10 +78,10 @@ fn write(store: &Store, info: &ResourceInfo, ns: Option<&str>, name: &str, scale
     let replicas = &scale["spec"]["replicas"];
     let replicas = match replicas {
         Value::Null => 0,
-        v => v.as_i64().ok_or_else(|| {
+        v => v.as_i64().filter(|n| i32::try_from(*n).is_ok()).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
-                json_type(v)
+                crate::store::apps::json_type(v)
             ))
         })?,
     };
@@ -103,16 +103,6 @@ fn write(store: &Store, info: &ResourceInfo, ns: Option<&str>, name: &str, scale
     };
     let updated = store.update(&info.gvr, ns, next, None)?;
     Ok(scale_of(&updated))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        _ => "number",
-    }
 }
 
 /// `PUT .../scale`.

@@ -117,6 +117,17 @@ fn go_string_map(m: &Value) -> String {
     }
 }
 
+/// How Go's JSON decoder names a value it cannot put into an int32 (`string`, `number 3000000000`, ...).
+pub(crate) fn json_type(v: &Value) -> String {
+    match v {
+        Value::String(_) => "string".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+        other => format!("number {other}"),
+    }
+}
+
 /// Whether a `LabelSelector` object selects the labels `labels` (an empty selector selects nothing here, as
 /// the apps validation requires a non-empty one).
 pub(crate) fn selector_matches(selector: &Value, labels: &Value) -> bool {
@@ -180,6 +191,24 @@ pub(super) fn validate(info: &ResourceInfo, name: &str, obj: &Value) -> Result<(
             });
         }
     }
+    for field in [
+        "replicas",
+        "minReadySeconds",
+        "revisionHistoryLimit",
+        "progressDeadlineSeconds",
+    ] {
+        let v = &spec[field];
+        if v.is_null() {
+            continue;
+        }
+        if v.as_i64().is_none_or(|n| i32::try_from(n).is_err()) {
+            let found = json_type(v);
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: json: cannot unmarshal {found} into Go struct field {kind}Spec.spec.{field} of type int32",
+                kind = info.kind
+            )));
+        }
+    }
     if let Some(r) = spec["replicas"].as_i64()
         && r < 0
     {
@@ -227,6 +256,22 @@ mod tests {
         assert!(selector_matches(&exprs, &labels));
         let missing = json!({"matchExpressions": [{"key": "zone", "operator": "Exists"}]});
         assert!(!selector_matches(&missing, &labels));
+    }
+
+    #[test]
+    fn replicas_beyond_int32_are_undecodable() {
+        let info = crate::kinds::builtin_resources()
+            .into_iter()
+            .find(|r| r.gvr.resource == "deployments")
+            .unwrap();
+        let d = json!({"spec": {"replicas": 3_000_000_000_i64, "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}}}});
+        let e = validate(&info, "d", &d).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal number 3000000000 into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
     }
 
     #[test]
