@@ -145,7 +145,7 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// Short names for discovery (`po`).
     pub short_names: Vec<String>,
-    /// Discovery categories (`all` for the kinds `kubectl get all` lists).
+    /// Discovery categories (`all`, so that `kubectl get all` lists the resource).
     pub categories: Vec<String>,
 }
 
@@ -180,7 +180,6 @@ struct Builtin {
     name_rule: NameRule,
     short: &'static [&'static str],
     scale: bool,
-    categories: &'static [&'static str],
 }
 
 const fn b(
@@ -206,19 +205,14 @@ const fn b(
         name_rule: NameRule::Subdomain,
         short: &[],
         scale: false,
-        categories: &[],
     }
 }
 
-/// The `categories` of the kinds `kubectl get all` lists.
-const ALL: &[&str] = &["all"];
-
-/// An `apps/v1` workload kind: status and scale subresources, in the `all` category.
+/// An `apps/v1` workload kind: status and scale subresources.
 fn apps(plural: &'static str, kind: &'static str, short: &'static [&'static str]) -> Builtin {
     Builtin {
         short,
         scale: plural != "daemonsets",
-        categories: ALL,
         ..b("apps", "v1", plural, kind, true, true, G::Spec)
     }
 }
@@ -230,13 +224,11 @@ fn builtin_table() -> Vec<Builtin> {
         Builtin {
             return_deleted: true,
             short: &["po"],
-            categories: ALL,
             ..b("", "v1", "pods", "Pod", true, true, G::Spec)
         },
         Builtin {
             name_rule: NameRule::Dns1035,
             short: &["svc"],
-            categories: ALL,
             ..b("", "v1", "services", "Service", true, true, G::None)
         },
         Builtin {
@@ -294,10 +286,7 @@ fn builtin_table() -> Vec<Builtin> {
         rbac("rolebindings", "RoleBinding", true),
         rbac("clusterroles", "ClusterRole", false),
         rbac("clusterrolebindings", "ClusterRoleBinding", false),
-        Builtin {
-            categories: ALL,
-            ..b("batch", "v1", "jobs", "Job", true, true, G::Spec)
-        },
+        b("batch", "v1", "jobs", "Job", true, true, G::Spec),
         apps("deployments", "Deployment", &["deploy"]),
         apps("replicasets", "ReplicaSet", &["rs"]),
         apps("statefulsets", "StatefulSet", &["sts"]),
@@ -348,6 +337,30 @@ fn builtin_table() -> Vec<Builtin> {
     ]
 }
 
+/// The built-in resources kube-apiserver puts in the `all` category, by group and plural (listed whether or not
+/// kube-sim serves them yet).
+const CATEGORY_ALL: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "services"),
+    ("", "replicationcontrollers"),
+    ("apps", "daemonsets"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+    ("autoscaling", "horizontalpodautoscalers"),
+];
+
+/// The discovery categories of a built-in resource.
+fn builtin_categories(group: &str, plural: &str) -> Vec<String> {
+    if CATEGORY_ALL.contains(&(group, plural)) {
+        vec!["all".to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn rbac(plural: &'static str, kind: &'static str, namespaced: bool) -> Builtin {
     Builtin {
         create_on_update: true,
@@ -384,7 +397,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             default_orphan: t.group == "batch" && t.plural == "jobs",
             custom: false,
             short_names: t.short.iter().map(|s| s.to_string()).collect(),
-            categories: t.categories.iter().map(|s| s.to_string()).collect(),
+            categories: builtin_categories(t.group, t.plural),
         })
         .collect()
 }
@@ -404,13 +417,14 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
         .map(str::to_string)
         .unwrap_or_else(|| kind.to_lowercase());
     let namespaced = spec["scope"].as_str() != Some("Cluster");
-    let strings = |v: &serde_json::Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
-    };
-    let short_names = strings(&names["shortNames"]);
-    let categories = strings(&names["categories"]);
+    let short_names: Vec<String> = names["shortNames"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let categories: Vec<String> = names["categories"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
     let Some(versions) = spec["versions"].as_array() else {
         return Vec::new();
     };
