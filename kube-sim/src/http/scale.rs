@@ -26,38 +26,10 @@ pub fn scale_of(obj: &StoredObject) -> Value {
         "spec": {"replicas": v["spec"]["replicas"].as_i64().unwrap_or(1)},
         "status": {
             "replicas": v["status"]["replicas"].as_i64().unwrap_or(0),
-            "selector": selector_string(&v["spec"]["selector"]),
+            // An unknown operator cannot have passed validation; an empty selector string is the fallback.
+            "selector": super::table::format::selector_string(&v["spec"]["selector"]).unwrap_or_default(),
         },
     })
-}
-
-/// A `LabelSelector` object in the string form `labels.Selector.String()` prints: requirements sorted by key,
-/// `k=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, joined by commas.
-pub fn selector_string(selector: &Value) -> String {
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    for (k, v) in selector["matchLabels"].as_object().into_iter().flatten() {
-        reqs.push((k.clone(), format!("{k}={}", v.as_str().unwrap_or_default())));
-    }
-    for e in selector["matchExpressions"].as_array().into_iter().flatten() {
-        let key = e["key"].as_str().unwrap_or_default();
-        let mut values: Vec<&str> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort_unstable();
-        let text = match e["operator"].as_str().unwrap_or_default() {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_string(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => continue,
-        };
-        reqs.push((key.to_string(), text));
-    }
-    reqs.sort();
-    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
 }
 
 /// Reads the workload and answers its `Scale`.
@@ -132,21 +104,4 @@ pub fn patch(
         _ => patch::merge_patch(&mut scale, body),
     }
     write(store, info, ns, name, &scale)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selector_prints_like_labels_selector_string() {
-        let sel = json!({
-            "matchLabels": {"app": "web", "tier": "front"},
-            "matchExpressions": [
-                {"key": "env", "operator": "In", "values": ["prod", "dev"]},
-                {"key": "zz", "operator": "DoesNotExist"}
-            ]
-        });
-        assert_eq!(selector_string(&sel), "app=web,env in (dev,prod),tier=front,!zz");
-    }
 }
