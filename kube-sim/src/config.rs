@@ -41,12 +41,17 @@ pub struct AgentConfig {
     /// that submitted work to it). Clones share the registry, so hooks registered after start through
     /// [`crate::SimHandle::agent_config`] take effect.
     pub pod_hooks: PodHooks,
+    /// Container log buffers: the kubelet writes them, the pod `log` subresource reads them, other simulated
+    /// parties append to them. Clones share the buffers.
+    pub pod_logs: crate::logs::PodLogs,
     /// Run the scheduler.
     pub scheduler: bool,
     /// Run the hollow kubelet.
     pub kubelet: bool,
     /// Run the Job controller.
     pub job_controller: bool,
+    /// Run the `apps/v1` controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet).
+    pub workload_controllers: bool,
     /// Emulate Volcano gang scheduling and PodGroup status.
     pub volcano: bool,
     /// Run the hollow cert-manager (issues `cert-manager.io/v1` Certificates once their CRDs are installed).
@@ -69,9 +74,11 @@ impl Default for AgentConfig {
             crash_backoff: Duration::from_millis(100),
             resync: Duration::from_millis(100),
             pod_hooks: PodHooks::default(),
+            pod_logs: crate::logs::PodLogs::default(),
             scheduler: true,
             kubelet: true,
             job_controller: true,
+            workload_controllers: true,
             volcano: true,
             cert_manager: true,
         }

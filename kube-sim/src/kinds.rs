@@ -179,6 +179,7 @@ struct Builtin {
     return_deleted: bool,
     name_rule: NameRule,
     short: &'static [&'static str],
+    scale: bool,
 }
 
 const fn b(
@@ -203,6 +204,16 @@ const fn b(
         return_deleted: false,
         name_rule: NameRule::Subdomain,
         short: &[],
+        scale: false,
+    }
+}
+
+/// An `apps/v1` workload kind: status and scale subresources.
+fn apps(plural: &'static str, kind: &'static str, short: &'static [&'static str]) -> Builtin {
+    Builtin {
+        short,
+        scale: plural != "daemonsets",
+        ..b("apps", "v1", plural, kind, true, true, G::Spec)
     }
 }
 
@@ -305,6 +316,10 @@ fn builtin_table() -> Vec<Builtin> {
                 G::Spec,
             )
         },
+        apps("deployments", "Deployment", &["deploy"]),
+        apps("replicasets", "ReplicaSet", &["rs"]),
+        apps("statefulsets", "StatefulSet", &["sts"]),
+        apps("daemonsets", "DaemonSet", &["ds"]),
         Builtin {
             short: &["ing"],
             ..b("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, G::Spec)
@@ -401,7 +416,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             kind: t.kind.to_string(),
             namespaced: t.namespaced,
             status_subresource: t.status,
-            scale_subresource: false,
+            scale_subresource: t.scale,
             generation: t.generation,
             unconditional_update: t.unconditional,
             create_on_update: t.create_on_update,

@@ -11,9 +11,9 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind,
 use kube::runtime::wait::{await_condition, conditions};
 use kube_sim::{AgentConfig, Gvr, SimConfig, SimHandle, SimServer};
 use serde_json::{Value, json};
+use support::{WAIT, wait_for};
 
-/// Upper bound for any single wait in these tests.
-const WAIT: Duration = Duration::from_secs(10);
+mod support;
 
 fn agents() -> AgentConfig {
     AgentConfig {
@@ -47,31 +47,6 @@ fn pod_json(name: &str, annotations: Value, restart: &str, requests: Value) -> V
 
 fn pod(name: &str, annotations: Value, restart: &str) -> Pod {
     serde_json::from_value(pod_json(name, annotations, restart, json!({}))).unwrap()
-}
-
-/// Polls `get(name)` until `pred` holds (bounded by [`WAIT`]); returns the object's JSON.
-async fn wait_for<K>(api: &Api<K>, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let fut = async {
-        loop {
-            if let Ok(o) = api.get(name).await {
-                let v = serde_json::to_value(&o).unwrap();
-                if pred(&v) {
-                    return v;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    match tokio::time::timeout(WAIT, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!(
-            "timed out waiting for {name}: {what}; last: {:?}",
-            api.get(name).await.ok()
-        ),
-    }
 }
 
 fn cond<'a>(v: &'a Value, ty: &str) -> &'a Value {

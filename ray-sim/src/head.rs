@@ -213,6 +213,8 @@ struct Job {
     run_ms: i64,
     exit_code: i32,
     stopped_ms: Option<i64>,
+    /// Whether the head's log already says how the job ended.
+    end_logged: bool,
 }
 
 impl Job {
@@ -321,6 +323,13 @@ struct Serve {
     target_capacity: Value,
 }
 
+/// The container log a head writes to.
+struct HeadLog {
+    logs: kube_sim::PodLogs,
+    pod_uid: String,
+    container: String,
+}
+
 #[derive(Default)]
 struct State {
     /// Jobs in submission order.
@@ -332,6 +341,8 @@ struct State {
 /// One simulated Ray head (see the [crate documentation](crate)).
 pub struct HollowRayHead {
     options: HollowRayOptions,
+    /// Where the head's own log goes: the Ray container of its pod (see [`HollowRayHead::attach_log`]).
+    log: Mutex<Option<HeadLog>>,
     state: Mutex<State>,
     /// Actors and the Ray nodes they run on (`/api/hollow/...`, see [`crate::actors`]).
     pub(crate) actors: Mutex<ActorTable>,
@@ -399,11 +410,52 @@ impl HollowRayHead {
     pub fn new(options: HollowRayOptions) -> Self {
         Self {
             options,
+            log: Mutex::new(None),
             state: Mutex::new(State {
                 next_driver: 2,
                 ..State::default()
             }),
             actors: Mutex::new(ActorTable::default()),
+        }
+    }
+
+    /// Sends the head's log (start, jobs submitted and finished, serve deployments) to a container of its pod,
+    /// where `kubectl logs` reads it, and writes the start-up lines.
+    pub fn attach_log(&self, logs: kube_sim::PodLogs, pod_uid: &str, container: &str) {
+        *self.log.lock() = Some(HeadLog {
+            logs,
+            pod_uid: pod_uid.to_string(),
+            container: container.to_string(),
+        });
+        self.log(&format!(
+            "hollow-ray: Ray {} head started (GCS, dashboard on :8265, serve on :8000)\nRay runtime started.",
+            self.options.ray_version
+        ));
+    }
+
+    /// Appends lines to the head's log, when one is attached.
+    fn log(&self, text: &str) {
+        if let Some(l) = &*self.log.lock() {
+            l.logs.append(&l.pod_uid, &l.container, text);
+        }
+    }
+
+    /// Logs the end of every job that finished since the last look (jobs end by the clock, so on reading).
+    fn log_finished_jobs(&self, s: &mut State, now: i64) {
+        let mut lines = Vec::new();
+        for j in s.jobs.iter_mut().filter(|j| !j.end_logged) {
+            let status = j.status(now);
+            if status.is_terminal() {
+                j.end_logged = true;
+                lines.push(format!(
+                    "hollow-ray: job {} finished: {}",
+                    j.submission_id,
+                    status.as_str()
+                ));
+            }
+        }
+        if !lines.is_empty() {
+            self.log(&lines.join("\n"));
         }
     }
 
@@ -414,6 +466,7 @@ impl HollowRayHead {
 
     /// Submits a job (`POST /api/jobs/`); returns the submission id.
     pub fn submit_job(&self, request: JobSubmitRequest) -> Result<JobSubmitResponse, RayHeadError> {
+        let entrypoint = request.entrypoint.clone();
         if request.entrypoint.trim().is_empty() {
             return Err(RayHeadError::BadRequest("entrypoint must be a non-empty string".into()));
         }
@@ -438,7 +491,10 @@ impl HollowRayHead {
             run_ms: ms(run),
             exit_code,
             stopped_ms: None,
+            end_logged: false,
         });
+        drop(s);
+        self.log(&format!("hollow-ray: job {id} submitted, entrypoint: {entrypoint}"));
         Ok(JobSubmitResponse {
             job_id: id.clone(),
             submission_id: id,
@@ -448,7 +504,8 @@ impl HollowRayHead {
     /// A job by submission id or driver job id (`GET /api/jobs/{id}`).
     pub fn job(&self, id: &str) -> Option<JobInfo> {
         let now = now_ms();
-        let s = self.state.lock();
+        let mut s = self.state.lock();
+        self.log_finished_jobs(&mut s, now);
         s.jobs
             .iter()
             .find(|j| j.submission_id == id || j.driver_id == id)
@@ -458,7 +515,9 @@ impl HollowRayHead {
     /// Every job, in submission order (`GET /api/jobs/`).
     pub fn jobs(&self) -> Vec<JobInfo> {
         let now = now_ms();
-        self.state.lock().jobs.iter().map(|j| j.info(now)).collect()
+        let mut s = self.state.lock();
+        self.log_finished_jobs(&mut s, now);
+        s.jobs.iter().map(|j| j.info(now)).collect()
     }
 
     /// Stops a job (`POST /api/jobs/{id}/stop`): `Ok(true)` when it was pending or running, `Ok(false)` when it
@@ -549,15 +608,18 @@ impl HollowRayHead {
         serve.proxy_location = obj.get("proxy_location").cloned().unwrap_or(Value::Null);
         serve.target_capacity = obj.get("target_capacity").cloned().unwrap_or(Value::Null);
         serve.apps.retain(|name, _| parsed.contains_key(name));
+        let mut deployed = Vec::new();
         for (name, cfg) in parsed {
             match serve.apps.get_mut(&name) {
                 Some(app) if app.config == cfg => {}
                 Some(app) => {
+                    deployed.push(name.clone());
                     app.config = cfg;
                     app.deployed_ms = now;
                     app.forced = None;
                 }
                 None => {
+                    deployed.push(name.clone());
                     serve.apps.insert(
                         name.clone(),
                         App {
@@ -569,6 +631,13 @@ impl HollowRayHead {
                     );
                 }
             }
+        }
+        drop(s);
+        if !deployed.is_empty() {
+            self.log(&format!(
+                "hollow-ray: serve: deploying applications {}",
+                deployed.join(", ")
+            ));
         }
         Ok(())
     }

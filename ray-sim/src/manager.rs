@@ -64,6 +64,8 @@ struct Active {
 
 pub(crate) struct Shared {
     pub(crate) store: Store,
+    /// Container logs, where each head writes its own.
+    pod_logs: kube_sim::PodLogs,
     options: HollowRayOptions,
     /// (namespace, cluster) → its live head.
     heads: Mutex<HashMap<(String, String), Active>>,
@@ -93,10 +95,11 @@ impl Shared {
         let live = {
             let mut heads = self.heads.lock();
             match running_pod {
-                Some(uid) => {
+                Some((uid, container)) => {
                     if heads.get(&key).is_none_or(|a| a.pod_uid != uid) {
                         tracing::debug!(namespace, cluster, pod_uid = %uid, "hollow ray head up");
                         let head = Arc::new(HollowRayHead::new(self.options.clone()));
+                        head.attach_log(self.pod_logs.clone(), &uid, &container);
                         heads.insert(key.clone(), Active { pod_uid: uid, head });
                     }
                     heads.get(&key).map(|a| a.head.clone())
@@ -174,8 +177,9 @@ impl Shared {
             .collect()
     }
 
-    /// The uid of the cluster's Running, not deleting head pod, when the RayCluster exists.
-    fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<String> {
+    /// The uid and Ray container (KubeRay's first) of the cluster's Running, not deleting head pod, when the
+    /// RayCluster exists.
+    fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<(String, String)> {
         let rc = self.store.get(&rayclusters_gvr(), Some(namespace), cluster).ok()?;
         if rc.value["metadata"]["deletionTimestamp"].is_string() {
             return None;
@@ -194,7 +198,10 @@ impl Shared {
         pods.items
             .iter()
             .find(|p| p.value["status"]["phase"] == "Running" && p.value["metadata"]["deletionTimestamp"].is_null())
-            .map(|p| p.uid().to_string())
+            .map(|p| {
+                let container = p.value["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
+                (p.uid().to_string(), container.to_string())
+            })
     }
 
     fn reconcile_all(&self) {
@@ -276,6 +283,7 @@ impl HollowRay {
         let autoscaler_options = options.autoscaler.clone();
         let shared = Arc::new(Shared {
             store: handle.store().clone(),
+            pod_logs: handle.agent_config().pod_logs.clone(),
             options,
             heads: Mutex::new(HashMap::new()),
         });

@@ -492,3 +492,34 @@ async fn submitter_pod_ends_with_its_ray_job() {
     // Ray's own pods are left alone.
     assert_eq!(ray.clusters().len(), 1);
 }
+
+#[tokio::test]
+async fn head_pod_log_tells_what_the_hollow_head_did() {
+    let (sim, ray) = start().await;
+    ray_cluster(&sim, &ray, "rc", 8265).await;
+    let sp = "rc-head-svc:dashboard";
+    let req = json!({"entrypoint": "python job.py", "submission_id": "logged-job"});
+    call_json(&sim, "POST", sp, "/api/jobs/", Some(req)).await;
+    wait_job(&sim, sp, "logged-job", "SUCCEEDED").await;
+    let config = json!({"applications": [{"name": "fruit_app", "import_path": "fruit.deployment_graph"}]});
+    let (status, _) = call(&sim, "PUT", sp, "/api/serve/applications/", Some(config)).await;
+    assert_eq!(status, 200);
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    let params = kube::api::LogParams {
+        container: Some("ray-head".into()),
+        ..Default::default()
+    };
+    let log = pods.logs("rc-head-abcde", &params).await.unwrap();
+    let version = HollowRayOptions::default().ray_version;
+    assert_eq!(
+        log,
+        format!(
+            "kube-sim: started container ray-head (image \"rayproject/ray:2.46.0\", hollow: no process runs)\n\
+             hollow-ray: Ray {version} head started (GCS, dashboard on :8265, serve on :8000)\n\
+             Ray runtime started.\n\
+             hollow-ray: job logged-job submitted, entrypoint: python job.py\n\
+             hollow-ray: job logged-job finished: SUCCEEDED\n\
+             hollow-ray: serve: deploying applications fruit_app\n"
+        )
+    );
+}

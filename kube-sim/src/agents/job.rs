@@ -140,16 +140,7 @@ impl JobController {
     pub(super) fn pass(&mut self, store: &Store) -> Option<Duration> {
         self.sync();
         let now_i = Instant::now();
-        let due: Vec<Key> = self
-            .timers
-            .iter()
-            .filter(|(_, at)| **at <= now_i)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in due {
-            self.timers.remove(&k);
-            self.dirty_jobs.insert(k);
-        }
+        self.dirty_jobs.extend(super::take_due(&mut self.timers, now_i));
         // Orphans (no controller, or their Job is gone) lose the tracking finalizer, as upstream.
         let mut retry_pods = BTreeSet::new();
         for key in std::mem::take(&mut self.dirty_pods) {

@@ -210,6 +210,7 @@ impl Kubelet {
                 && ch.new.as_ref().is_none_or(|n| n.uid() != old.uid())
             {
                 self.tracks.remove(old.uid());
+                self.config.pod_logs.forget_pod(old.uid());
             }
             self.dirty.insert(ch.key);
         }
@@ -324,6 +325,7 @@ impl Kubelet {
                 }
                 let st = self.running(pod, net, failure != "never-ready");
                 if self.write(store, pod, st) {
+                    self.log_started(pod);
                     tr.started = Some(now_i);
                     return Some(now_i);
                 }
@@ -338,6 +340,7 @@ impl Kubelet {
                 }
                 let st = self.running(pod, net, failure != "never-ready");
                 if self.write(store, pod, st) {
+                    self.log_started(pod);
                     tr.started = Some(now_i);
                     return Some(now_i);
                 }
@@ -360,16 +363,25 @@ impl Kubelet {
                     return Some(at);
                 }
                 let restart_policy = v["spec"]["restartPolicy"].as_str().unwrap_or("Always");
+                let reason = match (plan.code, plan.oom) {
+                    (0, _) => "Completed",
+                    (_, true) => "OOMKilled",
+                    _ => "Error",
+                };
                 if plan.code == 0 {
-                    let st = self.terminated(pod, "Succeeded", 0, "Completed");
-                    self.write(store, pod, st);
+                    let st = self.terminated(pod, "Succeeded", 0, reason);
+                    if self.write(store, pod, st) {
+                        self.log_stopped(pod, 0, reason);
+                    }
                 } else if restart_policy == "Never" {
-                    let reason = if plan.oom { "OOMKilled" } else { "Error" };
                     let st = self.terminated(pod, "Failed", plan.code, reason);
-                    self.write(store, pod, st);
+                    if self.write(store, pod, st) {
+                        self.log_stopped(pod, plan.code, reason);
+                    }
                 } else {
                     let st = self.crashed(pod, plan.code, plan.oom);
                     if self.write(store, pod, st) {
+                        self.log_stopped(pod, plan.code, reason);
                         tr.failed_at = Some(now_i);
                         return Some(now_i + self.config.crash_backoff);
                     }
@@ -422,14 +434,16 @@ impl Kubelet {
             let code = annotation(&pod.value, ANN_EXIT_CODE)
                 .and_then(|c| c.trim().parse::<i32>().ok())
                 .unwrap_or(0);
+            let reason = if code == 0 { "Completed" } else { "Error" };
             let st = if code == 0 {
-                self.terminated(pod, "Succeeded", 0, "Completed")
+                self.terminated(pod, "Succeeded", 0, reason)
             } else {
-                self.terminated(pod, "Failed", code, "Error")
+                self.terminated(pod, "Failed", code, reason)
             };
             if !self.write(store, pod, st) {
                 return Some(now_i);
             }
+            self.log_stopped(pod, code, reason);
         }
         let opts = DeleteOptions {
             grace_period_seconds: Some(0),
@@ -445,6 +459,25 @@ impl Kubelet {
             }
         }
         None
+    }
+
+    /// Records the start of every app container in its log.
+    fn log_started(&self, pod: &StoredObject) {
+        for c in containers(&pod.value, "containers") {
+            let name = c["name"].as_str().unwrap_or_default();
+            let image = c["image"].as_str().unwrap_or_default();
+            let line = format!("kube-sim: started container {name} (image {image:?}, hollow: no process runs)");
+            self.config.pod_logs.container_started(pod.uid(), name, &line);
+        }
+    }
+
+    /// Records how every app container exited in its log.
+    fn log_stopped(&self, pod: &StoredObject, code: i32, reason: &str) {
+        for c in containers(&pod.value, "containers") {
+            let name = c["name"].as_str().unwrap_or_default();
+            let line = format!("kube-sim: container {name} exited with code {code} ({reason})");
+            self.config.pod_logs.container_stopped(pod.uid(), name, &line);
+        }
     }
 
     /// Writes `status` (merge patch on `/status`, guarded by the RV); true on success.

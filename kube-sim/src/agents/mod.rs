@@ -1,5 +1,6 @@
 //! Hollow agents (docs/kube-sim.md#what-it-simulates): nodes, scheduler (with Volcano gang emulation), kubelet,
-//! Job controller and a hollow cert-manager.
+//! Job controller, the `apps/v1` controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet) and a hollow
+//! cert-manager.
 //!
 //! They run in-process as tasks and act only through [`crate::store::Store`] (never HTTP), so every change they
 //! make gets a resourceVersion and a watch event and passes the same validation as client writes. Their
@@ -28,12 +29,17 @@
 //! Non-zero exits give `phase: Failed` with `restartPolicy: Never`, else a CrashLoopBackOff cycle.
 
 pub mod cert_manager;
+mod daemonset;
+pub mod deployment;
 mod hooks;
 mod job;
 mod kubelet;
 mod nodes;
 pub mod quantity;
+mod replicaset;
 mod scheduler;
+pub mod statefulset;
+mod workload;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,6 +98,17 @@ pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle
     if config.job_controller {
         let j = job::JobController::new(store);
         tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, j)));
+    }
+    if config.workload_controllers {
+        use workload::OwnerController;
+        let d = OwnerController::new(store, deployment::DeploymentController);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, d)));
+        let r = OwnerController::new(store, replicaset::ReplicaSetController);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, r)));
+        let s = OwnerController::new(store, statefulset::StatefulSetController);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, s)));
+        let ds = OwnerController::new(store, daemonset::DaemonSetController);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, ds)));
     }
     if config.cert_manager {
         let c = cert_manager::CertManager::new(store);
@@ -192,6 +209,19 @@ impl Cache {
         }
         out
     }
+}
+
+/// Removes and returns the keys whose timer fell due by `now`.
+fn take_due(timers: &mut BTreeMap<Key, std::time::Instant>, now: std::time::Instant) -> Vec<Key> {
+    let due: Vec<Key> = timers
+        .iter()
+        .filter(|(_, at)| **at <= now)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &due {
+        timers.remove(k);
+    }
+    due
 }
 
 /// Parses an annotation's duration: Go duration text (`250ms`, `30s`, `1.5m`, `2h`, `100us`) or a bare

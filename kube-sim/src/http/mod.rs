@@ -2,9 +2,11 @@
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;
+mod logs;
 mod openapi;
 pub mod protobuf;
 pub mod proxy;
+pub mod scale;
 mod table;
 mod watch;
 
@@ -108,6 +110,8 @@ pub struct HttpState {
     pub counters: Counters,
     /// The listening address (for discovery).
     pub addr: std::net::SocketAddr,
+    /// Container logs, for the pod `log` subresource.
+    pub pod_logs: crate::logs::PodLogs,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -130,6 +134,7 @@ impl HttpState {
             max_watch_timeout: Mutex::new(config.max_watch_timeout),
             counters: Counters::default(),
             addr,
+            pod_logs: config.agents.pod_logs.clone(),
         }
     }
 
@@ -422,10 +427,16 @@ impl Ctx {
     /// Reads the request body (JSON, YAML or protobuf, by `Content-Type`) as an object of `info`'s kind.
     fn parse_body(&self, info: &ResourceInfo) -> Result<Value, ApiError> {
         let api_version = info.gvr.api_version();
+        self.parse_body_as(&api_version, &info.kind, info.custom)
+    }
+
+    /// Reads the request body as an object of `api_version` / `kind` (e.g. a `scale` subresource's
+    /// `autoscaling/v1` `Scale`).
+    fn parse_body_as(&self, api_version: &str, kind: &str, custom: bool) -> Result<Value, ApiError> {
         let target = protobuf::BodyTarget {
-            api_version: &api_version,
-            kind: &info.kind,
-            custom: info.custom,
+            api_version,
+            kind,
+            custom,
         };
         protobuf::decode_body(&self.content_type, &self.body, target)
     }
@@ -533,14 +544,12 @@ impl Ctx {
         match route.subresource.as_deref() {
             None => {}
             Some("status") if info.status_subresource => {}
+            Some("scale") if info.scale_subresource && !info.custom => return self.scale(&info, &route, q, verb),
             Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
             Some("log") if info.gvr.resource == "pods" && verb == "get" => {
                 let name = route.name.as_deref().unwrap_or_default();
-                self.store().get(gvr, ns, name)?;
-                return Ok(text_response(
-                    200,
-                    "kube-sim: containers do not run, so there are no logs\n",
-                ));
+                let pod = self.store().get(gvr, ns, name)?;
+                return logs::serve(&self.state.pod_logs, &pod, &|k| q.get(k).map(str::to_string));
             }
             Some("finalize") if info.gvr.resource == "namespaces" && verb == "update" => {
                 let mut body = self.parse_body(&info)?;
@@ -618,18 +627,7 @@ impl Ctx {
                 Ok(self.object_response(if created { 201 } else { 200 }, &o))
             }
             ("patch", Some(name)) => {
-                let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
-                    ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
-                })?;
-                let body = match &mut kind {
-                    PatchKind::Apply { field_manager, force } => {
-                        *field_manager = q.get("fieldManager").map(str::to_string);
-                        *force = q.flag("force");
-                        crate::patch::parse_apply_body(&self.body)?
-                    }
-                    _ => serde_json::from_slice(&self.body)
-                        .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
-                };
+                let (kind, body) = self.patch_body(q)?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
@@ -664,6 +662,45 @@ impl Ctx {
             }
             _ => Err(ApiError::method_not_allowed()),
         }
+    }
+
+    /// The patch kind (from `Content-Type`) and the decoded patch document of a `PATCH` request.
+    fn patch_body(&self, q: &Query) -> Result<(PatchKind, Value), ApiError> {
+        let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
+            ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
+        })?;
+        let body = match &mut kind {
+            PatchKind::Apply { field_manager, force } => {
+                *field_manager = q.get("fieldManager").map(str::to_string);
+                *force = q.flag("force");
+                crate::patch::parse_apply_body(&self.body)?
+            }
+            _ => serde_json::from_slice(&self.body)
+                .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
+        };
+        Ok((kind, body))
+    }
+
+    /// Serves the `scale` subresource of a built-in workload.
+    fn scale(&self, info: &ResourceInfo, route: &Route, q: &Query, verb: &str) -> Result<Response<Body>, ApiError> {
+        let (store, ns) = (self.store(), route.namespace.as_deref());
+        let name = route.name.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+        let scale = match verb {
+            "get" => scale::get(store, info, ns, name)?,
+            "update" => scale::update(
+                store,
+                info,
+                ns,
+                name,
+                &self.parse_body_as("autoscaling/v1", "Scale", false)?,
+            )?,
+            "patch" => {
+                let (kind, body) = self.patch_body(q)?;
+                scale::patch(store, info, ns, name, &kind, &body)?
+            }
+            _ => return Err(ApiError::method_not_allowed()),
+        };
+        Ok(value_response(200, &scale))
     }
 
     /// Sends a write of one object to the validating webhooks whose rules match it (nothing to do, and

@@ -20,6 +20,7 @@
 //!
 //! Namespaced resources take `Some(namespace)`; cluster-scoped ones take `None`.
 
+pub(crate) mod apps;
 pub mod events;
 mod gc;
 mod managed;

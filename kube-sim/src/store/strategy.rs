@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::apps;
 use super::{
     DeleteOptions, DeleteOutcome, EventType, FOREGROUND_FINALIZER, GcTask, Inner, JOB_ORPHAN_WARNING, Key,
     MAX_GENERATE_NAME_PREFIX, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, Propagation, StoreConfig, StoredObject,
@@ -269,6 +270,13 @@ impl Inner {
         if info.custom {
             return Ok(());
         }
+        if apps::is_workload(info) {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            apps::validate(info, &name, obj)?;
+            apps::default_workload(info, obj);
+            obj["status"] = apps::initial_status(info);
+            return Ok(());
+        }
         match (info.gvr.group.as_str(), info.gvr.resource.as_str()) {
             ("", "pods") => {
                 default_pod(obj);
@@ -498,6 +506,11 @@ impl Inner {
             return Ok(());
         }
         let name = old.name().to_string();
+        if apps::is_workload(info) {
+            apps::validate_update(info, &name, &old.value, new)?;
+            apps::default_workload(info, new);
+            return Ok(());
+        }
         let immutable = |field: &str, v: &Value| {
             ApiError::invalid(
                 info.target(&name),
@@ -804,7 +817,7 @@ fn set_default(obj: &mut Value, key: &str, v: Value) {
 }
 
 /// Upstream Pod defaults that make the stored spec differ from what the client sent.
-fn default_pod(obj: &mut Value) {
+pub(super) fn default_pod(obj: &mut Value) {
     if !obj["spec"].is_object() {
         return;
     }

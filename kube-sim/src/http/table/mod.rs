@@ -8,7 +8,7 @@ mod cluster;
 mod columns;
 mod core;
 mod custom;
-mod format;
+pub(super) mod format;
 pub mod jsonpath;
 mod pod;
 mod workloads;
