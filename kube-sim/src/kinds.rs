@@ -145,6 +145,8 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// Short names for discovery (`po`).
     pub short_names: Vec<String>,
+    /// The compiled `openAPIV3Schema` of a custom resource's version (none for built-in kinds).
+    pub schema: Option<std::sync::Arc<crate::crd_schema::CrdValidator>>,
 }
 
 impl ResourceInfo {
@@ -356,6 +358,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             default_orphan: t.group == "batch" && t.plural == "jobs",
             custom: false,
             short_names: t.short.iter().map(|s| s.to_string()).collect(),
+            schema: None,
         })
         .collect()
 }
@@ -408,6 +411,7 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
                 default_orphan: false,
                 custom: true,
                 short_names: short_names.clone(),
+                schema: crate::crd_schema::CrdValidator::for_crd_version(v),
             })
         })
         .collect()
