@@ -207,14 +207,7 @@ impl ApiError {
                 Value::Array(
                     causes
                         .iter()
-                        .map(|c| {
-                            // A cause without a field (an object-level error) has no `field` key upstream.
-                            if c.field.is_empty() {
-                                json!({"reason": c.reason, "message": c.message})
-                            } else {
-                                json!({"reason": c.reason, "message": c.message, "field": c.field})
-                            }
-                        })
+                        .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                         .collect(),
                 ),
             );

@@ -23,6 +23,9 @@ pub use schema::SchemaError;
 /// The message upstream adds when type-level errors stop the CEL rules from running.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
+/// How upstream prints the field of an error about the object as a whole (a nil `field.Path`).
+pub(crate) const NIL_FIELD: &str = "<nil>";
+
 /// Error reasons after which upstream does not evaluate CEL rules.
 const BLOCKING_REASONS: &[&str] = &[
     "FieldValueNotSupported",
@@ -100,7 +103,7 @@ impl CrdValidator {
             if errs.iter().any(|e| BLOCKING_REASONS.contains(&e.reason)) {
                 errs.push(FieldError {
                     reason: "FieldValueInvalid",
-                    field: String::new(),
+                    field: NIL_FIELD.to_string(),
                     message: format!("Invalid value: \"null\": {RULES_NOT_CHECKED}"),
                 });
             } else {

@@ -4,7 +4,7 @@
 //!
 //! Paths follow kube-openapi: `spec.x` for properties, `spec.x[0]` for list items, `spec.x.key` for map
 //! values. A result kube-openapi reports as a plain error (a numeric range check, an `anyOf` that failed)
-//! becomes a cause without a field, as upstream prints it.
+//! becomes a cause on the nil path (`<nil>`), as upstream prints it.
 
 use serde_json::Value;
 
@@ -40,9 +40,9 @@ fn invalid(path: &str, value: &str, detail: &str) -> FieldError {
     }
 }
 
-/// A result kube-openapi reports as a plain error: upstream turns it into a cause without a field.
+/// A result kube-openapi reports as a plain error: upstream turns it into a cause on the nil path.
 fn plain(detail: String) -> FieldError {
-    invalid("", "\"\"", &detail)
+    invalid(super::NIL_FIELD, "\"\"", &detail)
 }
 
 fn child_path(path: &str, key: &str) -> String {

@@ -144,7 +144,7 @@ fn crd_type_object_rejects_huge_number() {
         rendered(&errs),
         [
             "FieldValueTypeInvalid | spec.headGroupSpec.template: Invalid value: \"number\": spec.headGroupSpec.template in body must be of type object: \"number\"",
-            "FieldValueInvalid | : Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
         ]
     );
 }
@@ -157,7 +157,7 @@ fn crd_int32_format_rejects_overflow() {
     assert_eq!(
         rendered(&errs),
         [
-            "FieldValueInvalid | : Invalid value: \"\": Checked value must be of type integer with format int32 in spec.workerGroupSpecs[0].replicas"
+            "FieldValueInvalid | <nil>: Invalid value: \"\": Checked value must be of type integer with format int32 in spec.workerGroupSpecs[0].replicas"
         ]
     );
 }
