@@ -101,7 +101,10 @@ async fn refused_status(client: &Client, obj: &Value) -> Value {
     .body(serde_json::to_vec(obj).unwrap())
     .unwrap();
     let resp = client.send(req.map(kube::client::Body::from)).await.unwrap();
-    let body = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     serde_json::from_slice(&body).unwrap()
 }
 
@@ -146,7 +149,10 @@ async fn crd_typed_garbage_rejected_for_every_kuberay_kind() {
             "Invalid value: \"number\": spec.rayClusterSpec.headGroupSpec.template in body must be of type object: \"number\"",
         ),
         (
-            pod_template_number(rayservice("rs-template"), "/spec/rayClusterConfig/headGroupSpec/template"),
+            pod_template_number(
+                rayservice("rs-template"),
+                "/spec/rayClusterConfig/headGroupSpec/template",
+            ),
             "spec.rayClusterConfig.headGroupSpec.template",
             "Invalid value: \"number\": spec.rayClusterConfig.headGroupSpec.template in body must be of type object: \"number\"",
         ),
@@ -295,11 +301,23 @@ async fn crd_strict_field_validation_rejects_unknown_field() {
         .unwrap();
     let resp = client.send(req.map(kube::client::Body::from)).await.unwrap();
     assert_eq!(resp.status(), 400);
-    let body = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     let status: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(status["reason"], "BadRequest");
-    assert_eq!(status["message"], "strict decoding error: unknown field \"spec.foo\"");
-    assert!(api(&client, "RayCluster", "v1").get_opt("strict").await.unwrap().is_none());
+    assert_eq!(
+        status["message"],
+        "RayCluster in version \"v1\" cannot be handled as a RayCluster: strict decoding error: unknown field \"spec.foo\""
+    );
+    assert!(
+        api(&client, "RayCluster", "v1")
+            .get_opt("strict")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Warn (the default) stores the pruned object and says why in a Warning header.
     let req = http::Request::post("/apis/ray.io/v1/namespaces/default/rayclusters")
@@ -317,7 +335,10 @@ async fn crd_strict_field_validation_rejects_unknown_field() {
     let api = api(&client, "RayCluster", "v1");
     let patch = json!({"spec": {"workerGroupSpecs": [{"groupName": "small", "replicas": -1, "rayStartParams": {},
         "template": {"spec": {"containers": [{"name": "w", "image": "i"}]}}, "numOfHosts": "two"}]}});
-    match api.patch("strict", &PatchParams::default(), &Patch::Merge(&patch)).await {
+    match api
+        .patch("strict", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
         Err(kube::Error::Api(s)) => {
             assert_eq!(s.code, 422);
             assert!(
@@ -346,7 +367,8 @@ async fn crd_status_subresource_write_validated() {
         Err(kube::Error::Api(s)) => {
             assert_eq!(s.code, 422);
             assert!(
-                s.message.contains("status.readyWorkerReplicas: Invalid value: \"string\""),
+                s.message
+                    .contains("status.readyWorkerReplicas: Invalid value: \"string\""),
                 "{}",
                 s.message
             );

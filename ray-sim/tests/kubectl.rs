@@ -251,3 +251,93 @@ fn kubectl_against_kube_sim_serve() {
         started.elapsed()
     );
 }
+
+/// `kubectl apply` of invalid KubeRay resources prints kube-apiserver's errors and stores nothing; unknown
+/// fields are refused under kubectl's default `--validate=strict`, warned about under `warn` and pruned.
+#[test]
+fn kubectl_apply_invalid_custom_resource_prints_upstream_error() {
+    if !kubectl_available() {
+        eprintln!(
+            "\n\n!!!!! SKIPPING kubectl_apply_invalid_custom_resource_prints_upstream_error: `kubectl` is not on PATH !!!!!\n\n"
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "kube-sim-kubectl-invalid-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_server, kubeconfig) = start_server(&dir);
+    let k = Kubectl {
+        dir: dir.clone(),
+        kubeconfig,
+    };
+    let crd = reference("crds/ray.io_rayclusters.yaml");
+    k.ok(&["create", "-f", crd.to_str().unwrap()]);
+
+    let write = |file: &str, spec_extra: &str, replicas: &str| -> String {
+        let path = dir.join(file);
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: bad\nspec:\n{spec_extra}  headGroupSpec:\n    rayStartParams: {{}}\n    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n  workerGroupSpecs:\n  - groupName: small\n    replicas: {replicas}\n    rayStartParams: {{}}\n    template:\n      spec:\n        containers:\n        - name: ray-worker\n          image: rayproject/ray:2.46.0\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let failed = |args: &[&str]| -> String {
+        let out = k.run(args);
+        assert!(!out.status.success(), "kubectl {args:?} succeeded");
+        String::from_utf8(out.stderr).unwrap()
+    };
+
+    // A string where an integer belongs (the CRD has CEL rules, so upstream adds that they were skipped);
+    // kubectl 1.32 lists several causes one per line.
+    let bad_type = write("bad-type.yaml", "", "\"many\"");
+    assert_eq!(
+        failed(&["apply", "-f", &bad_type]),
+        "The RayCluster \"bad\" is invalid: \n* spec.workerGroupSpecs[0].replicas: Invalid value: \"string\": spec.workerGroupSpecs[0].replicas in body must be of type integer: \"string\"\n* <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation\n"
+    );
+    // A CEL rule violated.
+    let bad_rule = write("bad-rule.yaml", "  managedBy: someone\n", "1");
+    assert_eq!(
+        failed(&["apply", "-f", &bad_rule]),
+        "The RayCluster \"bad\" is invalid: spec.managedBy: Invalid value: \"string\": the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'\n"
+    );
+    // An unknown field under kubectl's default --validate=strict.
+    let unknown = write("unknown.yaml", "  foo: bar\n", "1");
+    assert_eq!(
+        failed(&["apply", "-f", &unknown]),
+        format!(
+            "Error from server (BadRequest): error when creating \"{unknown}\": RayCluster in version \"v1\" cannot be handled as a RayCluster: strict decoding error: unknown field \"spec.foo\"\n"
+        )
+    );
+    assert_eq!(k.ok(&["get", "rayclusters", "-o", "name"]), "", "nothing stored");
+
+    // --validate=warn: stored without the field, with kubectl's warning.
+    let out = k.run(&["apply", "--validate=warn", "-f", &unknown]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "raycluster.ray.io/bad created\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Warning: unknown field \"spec.foo\"\n"
+    );
+    assert_eq!(k.ok(&["get", "raycluster", "bad", "-o", "jsonpath={.spec.foo}"]), "");
+    // Defaults are visible on read.
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "raycluster",
+            "bad",
+            "-o",
+            "jsonpath={.spec.workerGroupSpecs[0].numOfHosts}"
+        ]),
+        "1"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

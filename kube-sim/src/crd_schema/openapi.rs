@@ -223,7 +223,7 @@ fn check_string(node: &Node, s: &str, path: &str, errs: &mut Vec<FieldError>) {
         return;
     }
     if let Some(p) = &node.pattern
-        && !p.regex.is_match(s)
+        && !p.is_match(s)
     {
         errs.push(invalid(
             path,

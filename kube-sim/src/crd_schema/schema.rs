@@ -2,6 +2,7 @@
 //! pruner, the defaulter, the validator and the CEL rules walk.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::Value;
@@ -63,13 +64,27 @@ pub enum ListType {
     Map,
 }
 
-/// A compiled `pattern`: the source (upstream prints it) and its regex.
-#[derive(Debug, Clone)]
+/// A `pattern`: the source (upstream prints it) and its regex, compiled on first use (a CRD carries hundreds
+/// of patterns, most of which no object ever exercises).
+#[derive(Debug)]
 pub struct Pattern {
     /// The pattern as written in the CRD.
     pub source: String,
-    /// The compiled expression.
-    pub regex: Regex,
+    regex: OnceLock<Option<Regex>>,
+}
+
+impl Pattern {
+    /// Whether `s` matches; a pattern that does not compile matches everything (logged once).
+    pub fn is_match(&self, s: &str) -> bool {
+        let regex = self.regex.get_or_init(|| match Regex::new(&self.source) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!(pattern = %self.source, error = %e, "CRD pattern not enforced");
+                None
+            }
+        });
+        regex.as_ref().is_none_or(|r| r.is_match(s))
+    }
 }
 
 /// One schema node with everything validation, pruning and defaulting need.
@@ -178,16 +193,6 @@ const SUPPORTED_STRING_FORMATS: &[&str] = &[
 /// Why a schema could not be compiled.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
-    /// A `pattern` that is not a valid regular expression.
-    #[error("{path}: pattern {pattern:?} does not compile: {reason}")]
-    Pattern {
-        /// Where in the schema.
-        path: String,
-        /// The pattern.
-        pattern: String,
-        /// The regex error.
-        reason: String,
-    },
     /// An `x-kubernetes-validations` rule that does not compile.
     #[error("{path}: rule {rule:?} does not compile: {reason}")]
     Rule {
@@ -266,14 +271,9 @@ impl Node {
             })
             .map(str::to_string);
         if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
-            let regex = Regex::new(p).map_err(|e| SchemaError::Pattern {
-                path: path.to_string(),
-                pattern: p.to_string(),
-                reason: e.to_string(),
-            })?;
             node.pattern = Some(Pattern {
                 source: p.to_string(),
-                regex,
+                regex: OnceLock::new(),
             });
         }
         if let Some(props) = schema.get("properties").and_then(Value::as_object) {

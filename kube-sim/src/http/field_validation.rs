@@ -38,10 +38,26 @@ fn unknown_field(path: &str) -> String {
     format!("unknown field {}", kube_compat::go_strconv::quote(path))
 }
 
-/// Checks the unknown fields of `obj` (the object a create or update sends, or a patch's result) under the
-/// request's `fieldValidation`: `Err` (400 `strict decoding error: unknown field "spec.foo"`) for `Strict`,
-/// else the warnings to send.
-pub(super) fn check_object(store: &Store, info: &ResourceInfo, param: Option<&str>, obj: &Value) -> Result<Vec<String>, ApiError> {
+/// Checks the unknown fields of the object a create or update sends under the request's `fieldValidation`:
+/// `Err` (400 `RayCluster in version "v1" cannot be handled as a RayCluster: strict decoding error: unknown
+/// field "spec.foo"`) for `Strict`, else the warnings to send.
+pub(super) fn check_object(
+    store: &Store,
+    info: &ResourceInfo,
+    param: Option<&str>,
+    obj: &Value,
+) -> Result<Vec<String>, ApiError> {
+    check(store, info, param, obj, true)
+}
+
+/// [`check_object`] for any object: a request body (`request_body`) or the result of a patch.
+fn check(
+    store: &Store,
+    info: &ResourceInfo,
+    param: Option<&str>,
+    obj: &Value,
+    request_body: bool,
+) -> Result<Vec<String>, ApiError> {
     let directive = directive(param)?;
     let Some(validator) = info.schema.as_deref() else {
         return Ok(Vec::new());
@@ -51,7 +67,17 @@ pub(super) fn check_object(store: &Store, info: &ResourceInfo, param: Option<&st
     }
     let unknown: Vec<String> = validator.unknown_fields(obj).iter().map(|p| unknown_field(p)).collect();
     if directive == Directive::Strict && !unknown.is_empty() {
-        return Err(ApiError::bad_request(format!("strict decoding error: {}", unknown.join(", "))));
+        let strict = format!("strict decoding error: {}", unknown.join(", "));
+        // A request body that fails to decode is reported against the kind it names; a patch's result is not.
+        return Err(ApiError::bad_request(if request_body {
+            format!(
+                "{kind} in version {:?} cannot be handled as a {kind}: {strict}",
+                info.gvr.version,
+                kind = info.kind
+            )
+        } else {
+            strict
+        }));
     }
     Ok(unknown)
 }
@@ -77,9 +103,9 @@ pub(super) fn check_patch(
             if crate::patch::json_patch(&mut doc, body).is_err() {
                 return Ok(Vec::new());
             }
-            check_object(store, info, param, &doc)
+            check(store, info, param, &doc, false)
         }
-        _ => check_object(store, info, param, body),
+        _ => check(store, info, param, body, false),
     }
 }
 

@@ -540,14 +540,10 @@ impl Ctx {
                     _ => serde_json::from_slice(&self.body)
                         .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
                 };
-                let warnings = field_validation::check_patch(
-                    self.store(),
-                    &info,
-                    q.get("fieldValidation"),
-                    &kind,
-                    &body,
-                    || self.store().get(gvr, ns, name).ok().map(|o| o.value.clone()),
-                )?;
+                let warnings =
+                    field_validation::check_patch(self.store(), &info, q.get("fieldValidation"), &kind, &body, || {
+                        self.store().get(gvr, ns, name).ok().map(|o| o.value.clone())
+                    })?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
