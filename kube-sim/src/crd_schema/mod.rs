@@ -1,9 +1,10 @@
 //! Custom resources validated as kube-apiserver validates them: each served version's `openAPIV3Schema` is
 //! compiled once, when its CRD is written, into a [`CrdValidator`]; every write of a custom resource is then
-//! pruned, defaulted and validated against it (OpenAPI value validations, list-type invariants,
+//! pruned, defaulted and validated against it (OpenAPI value validations, embedded resources, list-type invariants,
 //! `x-kubernetes-validations` CEL rules), and `fieldValidation` reports the unknown fields pruning drops.
 
 mod cel;
+mod embedded;
 mod formats;
 pub mod go_fmt;
 mod listtype;
@@ -98,6 +99,7 @@ impl CrdValidator {
         prune::apply_defaults(&self.root, obj);
         let mut errs = Vec::new();
         openapi::validate(&self.root, obj, old, "", &mut errs);
+        embedded::validate(&self.root, obj, "", &mut errs);
         listtype::validate(&self.root, obj, "", &mut errs);
         if self.root.has_rules_below {
             if errs.iter().any(|e| BLOCKING_REASONS.contains(&e.reason)) {

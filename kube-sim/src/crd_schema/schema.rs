@@ -160,6 +160,8 @@ pub struct Node {
     pub has_rules_below: bool,
     /// Whether this node or any below it carries a default.
     pub has_defaults_below: bool,
+    /// Whether this node or any below it is an `x-kubernetes-embedded-resource`.
+    pub has_embedded_below: bool,
 }
 
 /// String formats upstream validates; any other format on a string is stripped (ignored).
@@ -319,13 +321,16 @@ impl Node {
             .values()
             .chain(node.additional_properties.as_deref())
             .chain(node.items.as_deref());
-        let (mut rules_below, mut defaults_below) = (!node.rules.is_empty(), false);
+        let (mut rules_below, mut defaults_below, mut embedded_below) =
+            (!node.rules.is_empty(), false, node.embedded_resource);
         for c in children {
             rules_below |= c.has_rules_below;
             defaults_below |= c.has_defaults_below || c.default.is_some();
+            embedded_below |= c.has_embedded_below;
         }
         node.has_rules_below = rules_below;
         node.has_defaults_below = defaults_below;
+        node.has_embedded_below = embedded_below;
         Ok(node)
     }
 

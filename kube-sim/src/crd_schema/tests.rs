@@ -279,3 +279,186 @@ fn crd_list_map_keys_reject_duplicates() {
         ]
     );
 }
+
+/// A small CRD schema exercising the keywords KubeRay's CRDs do not use.
+fn synthetic() -> CrdValidator {
+    CrdValidator::compile(&json!({
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 5, "minLength": 2, "pattern": "^[a-z]+$"},
+                    "ratio": {"type": "number", "minimum": 0, "exclusiveMaximum": true, "maximum": 1},
+                    "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "maxItems": 3},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 2},
+                    "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                    "maybe": {"type": "string", "nullable": true},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "workers": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"name": {"type": "string"}, "size": {"type": "integer"}}},
+                        "x-kubernetes-validations": [
+                            {"rule": "self.all(w, w.size > 0)", "message": "sizes must be positive"},
+                            {"rule": "size(self) <= 2", "messageExpression": "'at most 2 workers, got ' + string(size(self))"}
+                        ]
+                    },
+                    "image": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self.startsWith('ray') && self.contains(':')", "reason": "FieldValueForbidden", "message": "not a ray image"}
+                    ]},
+                    "embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}}
+                },
+                "x-kubernetes-validations": [
+                    {"rule": "!has(self.image) || has(self.name)", "fieldPath": ".name", "reason": "FieldValueRequired", "message": "name is required with an image"}
+                ]
+            }
+        }
+    }))
+    .unwrap()
+}
+
+fn admitted(spec: Value) -> (Value, Vec<String>) {
+    let mut obj = json!({"apiVersion": "x.io/v1", "kind": "X", "metadata": {"name": "x"}, "spec": spec});
+    let errs = synthetic().admit(&mut obj, None);
+    (obj, rendered(&errs))
+}
+
+#[test]
+fn crd_string_constraints_report_upstream_messages() {
+    assert_eq!(
+        admitted(json!({"name": "toolong"})).1,
+        [
+            "FieldValueTooLong | spec.name: Too long: may not be more than 5 bytes",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ]
+    );
+    assert_eq!(
+        admitted(json!({"name": "a"})).1,
+        ["FieldValueInvalid | spec.name: Invalid value: \"a\": spec.name in body should be at least 2 chars long"]
+    );
+    assert_eq!(
+        admitted(json!({"name": "AB"})).1,
+        ["FieldValueInvalid | spec.name: Invalid value: \"AB\": spec.name in body should match '^[a-z]+$'"]
+    );
+}
+
+#[test]
+fn crd_number_bounds_and_exclusive_maximum() {
+    assert_eq!(
+        admitted(json!({"ratio": 1})).1,
+        ["FieldValueInvalid | spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1"]
+    );
+    assert_eq!(
+        admitted(json!({"ratio": -0.5})).1,
+        [
+            "FieldValueInvalid | spec.ratio: Invalid value: -0.5: spec.ratio in body should be greater than or equal to 0"
+        ]
+    );
+    assert!(admitted(json!({"ratio": 0.5})).1.is_empty());
+}
+
+#[test]
+fn crd_list_set_and_max_items() {
+    assert_eq!(
+        admitted(json!({"tags": ["a", "b", "a"]})).1,
+        ["FieldValueDuplicate | spec.tags[2]: Duplicate value: \"a\""]
+    );
+    assert_eq!(
+        admitted(json!({"tags": ["a", "b", "c", "d"]})).1,
+        [
+            "FieldValueTooMany | spec.tags: Too many: 4: must have at most 3 items",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ]
+    );
+}
+
+#[test]
+fn crd_map_max_properties_and_value_type() {
+    assert_eq!(
+        admitted(json!({"labels": {"a": "1", "b": "2", "c": "3"}})).1,
+        [
+            "FieldValueTooMany | spec.labels: Too many: 3: must have at most 2 items",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ]
+    );
+    assert_eq!(
+        admitted(json!({"labels": {"a": 1}})).1[0],
+        "FieldValueTypeInvalid | spec.labels.a: Invalid value: \"integer\": spec.labels.a in body must be of type string: \"integer\""
+    );
+}
+
+#[test]
+fn crd_int_or_string_accepts_both_and_rejects_bool() {
+    assert!(admitted(json!({"port": 8080})).1.is_empty());
+    assert!(admitted(json!({"port": "http"})).1.is_empty());
+    assert_eq!(
+        admitted(json!({"port": true})).1,
+        [
+            "FieldValueTypeInvalid | spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer,string: \"boolean\"",
+            "FieldValueInvalid | <nil>: Invalid value: \"\": \"spec.port\" must validate at least one schema (anyOf)",
+            "FieldValueTypeInvalid | spec.port: Invalid value: \"boolean\": spec.port in body must be of type integer: \"boolean\"",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ]
+    );
+}
+
+#[test]
+fn crd_nullable_keeps_null_and_non_nullable_null_is_dropped() {
+    let (obj, errs) = admitted(json!({"maybe": null, "name": null}));
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(obj["spec"], json!({"maybe": null}));
+}
+
+#[test]
+fn crd_preserve_unknown_fields_keeps_everything_below() {
+    let v = synthetic();
+    let spec = json!({"free": {"anything": {"deep": [1, 2]}}, "gone": 1});
+    let obj = json!({"apiVersion": "x.io/v1", "kind": "X", "metadata": {"name": "x"}, "spec": spec});
+    assert_eq!(v.unknown_fields(&obj), ["spec.gone"]);
+    let (obj, errs) = admitted(spec);
+    assert!(errs.is_empty());
+    assert_eq!(obj["spec"], json!({"free": {"anything": {"deep": [1, 2]}}}));
+}
+
+#[test]
+fn crd_embedded_resource_keeps_type_and_object_meta() {
+    let (obj, errs) = admitted(json!({"embedded": {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "bogus": 1}, "spec": {"x": 1}, "status": {}}}));
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(
+        obj["spec"]["embedded"],
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}})
+    );
+    assert_eq!(
+        admitted(json!({"embedded": {"spec": {}}})).1,
+        [
+            "FieldValueRequired | spec.embedded.apiVersion: Required value: must not be empty",
+            "FieldValueRequired | spec.embedded.kind: Required value: must not be empty",
+            "FieldValueInvalid | <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ]
+    );
+}
+
+#[test]
+fn crd_cel_all_size_and_message_expression() {
+    assert_eq!(
+        admitted(json!({"workers": [{"name": "a", "size": 1}, {"name": "b", "size": 0}, {"name": "c", "size": 2}]})).1,
+        [
+            "FieldValueInvalid | spec.workers: Invalid value: \"array\": sizes must be positive",
+            "FieldValueInvalid | spec.workers: Invalid value: \"array\": at most 2 workers, got 3",
+        ]
+    );
+    assert!(admitted(json!({"workers": [{"name": "a", "size": 1}]})).1.is_empty());
+}
+
+#[test]
+fn crd_cel_reason_and_field_path() {
+    assert_eq!(
+        admitted(json!({"image": "busybox", "name": "ab"})).1,
+        ["FieldValueForbidden | spec.image: Forbidden: not a ray image"]
+    );
+    assert_eq!(
+        admitted(json!({"image": "ray:2.46"})).1,
+        ["FieldValueRequired | spec.name: Required value: name is required with an image"]
+    );
+}
