@@ -150,14 +150,13 @@ fn check_number(node: &Node, n: &serde_json::Number, path: &str, errs: &mut Vec<
     let bound = |b: f64| -> String { if n.is_i64() { (b as i64).to_string() } else { float_v(b) } };
     if let Some(factor) = node.multiple_of
         && factor > 0.0
+        && !is_json_integer(data / factor)
     {
-        if !is_json_integer(data / factor) {
-            errs.push(invalid(
-                path,
-                &shown,
-                &format!("{path} {IN_BODY} should be a multiple of {}", float_v(factor)),
-            ));
-        }
+        errs.push(invalid(
+            path,
+            &shown,
+            &format!("{path} {IN_BODY} should be a multiple of {}", float_v(factor)),
+        ));
     }
     if let Some(max) = node.maximum {
         let bad = if node.exclusive_maximum {
