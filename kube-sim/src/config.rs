@@ -121,6 +121,10 @@ pub struct SimConfig {
     pub agents: AgentConfig,
     /// Keep a log of HTTP requests (see [`crate::SimHandle::request_log`]).
     pub request_log: bool,
+    /// Prune, default and validate custom resources against their CRD's schema and CEL rules, as
+    /// kube-apiserver does (on by default). Off stores any JSON object: only for tests that store malformed
+    /// custom resources on purpose.
+    pub validate_custom_resources: bool,
 }
 
 impl Default for SimConfig {
@@ -142,6 +146,7 @@ impl Default for SimConfig {
             faults: FaultConfig::default(),
             agents: AgentConfig::default(),
             request_log: true,
+            validate_custom_resources: true,
         }
     }
 }

@@ -182,7 +182,14 @@ impl ApiError {
 
     /// 422 with field causes.
     pub fn invalid(t: Target<'_>, causes: &[FieldError]) -> Self {
-        let rendered: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        // Upstream's aggregate drops repeated messages (the causes keep them).
+        let mut rendered: Vec<String> = Vec::with_capacity(causes.len());
+        for c in causes {
+            let line = format!("{}: {}", c.field, c.message);
+            if !rendered.contains(&line) {
+                rendered.push(line);
+            }
+        }
         let body = if rendered.len() == 1 {
             rendered[0].clone()
         } else {

@@ -147,6 +147,8 @@ pub struct ResourceInfo {
     pub short_names: Vec<String>,
     /// Discovery categories (`all`, so that `kubectl get all` lists the resource).
     pub categories: Vec<String>,
+    /// The compiled `openAPIV3Schema` of a custom resource's version (none for built-in kinds).
+    pub schema: Option<std::sync::Arc<crate::crd_schema::CrdValidator>>,
 }
 
 impl ResourceInfo {
@@ -427,6 +429,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             custom: false,
             short_names: t.short.iter().map(|s| s.to_string()).collect(),
             categories: builtin_categories(t.group, t.plural),
+            schema: None,
         })
         .collect()
 }
@@ -484,6 +487,7 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
                 custom: true,
                 short_names: short_names.clone(),
                 categories: categories.clone(),
+                schema: crate::crd_schema::CrdValidator::for_crd_version(v),
             })
         })
         .collect()

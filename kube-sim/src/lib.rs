@@ -16,6 +16,7 @@
 
 pub mod agents;
 pub mod config;
+pub mod crd_schema;
 pub mod error;
 pub mod faults;
 pub mod http;

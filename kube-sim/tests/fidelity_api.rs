@@ -683,7 +683,8 @@ async fn f17_ssa_conflict() {
     let s = sim().await;
     let rcs = rayclusters(&s);
     let mut applied = serde_json::to_value(raycluster("rc")).unwrap();
-    applied["spec"]["x"] = json!("1");
+    // A field the schema declares: an unknown one would be pruned before it could conflict.
+    applied["spec"]["rayVersion"] = json!("1");
     rcs.patch("rc", &PatchParams::apply("op"), &Patch::Apply(&applied))
         .await
         .unwrap();
@@ -692,11 +693,11 @@ async fn f17_ssa_conflict() {
         field_manager: Some("op2".into()),
         ..PatchParams::default()
     };
-    rcs.patch("rc", &by_op2, &Patch::Merge(json!({"spec": {"x": "2"}})))
+    rcs.patch("rc", &by_op2, &Patch::Merge(json!({"spec": {"rayVersion": "2"}})))
         .await
         .unwrap();
 
-    applied["spec"]["x"] = json!("3");
+    applied["spec"]["rayVersion"] = json!("3");
     let st = api_err(
         rcs.patch("rc", &PatchParams::apply("op"), &Patch::Apply(&applied))
             .await,
@@ -707,15 +708,15 @@ async fn f17_ssa_conflict() {
     let d = st.details.expect("details");
     assert!(!d.causes.is_empty());
     assert_eq!(d.causes[0].reason, "FieldManagerConflict");
-    assert_eq!(d.causes[0].field, ".spec.x");
+    assert_eq!(d.causes[0].field, ".spec.rayVersion");
     assert!(st.message.contains("op2"), "{}", st.message);
-    assert_eq!(rcs.get("rc").await.unwrap().data["spec"]["x"], "2");
+    assert_eq!(rcs.get("rc").await.unwrap().data["spec"]["rayVersion"], "2");
 
     let out = rcs
         .patch("rc", &PatchParams::apply("op").force(), &Patch::Apply(&applied))
         .await
         .unwrap();
-    assert_eq!(out.data["spec"]["x"], "3");
+    assert_eq!(out.data["spec"]["rayVersion"], "3");
 }
 
 #[tokio::test]

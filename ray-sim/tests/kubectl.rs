@@ -159,7 +159,12 @@ fn kubectl_against_kube_sim_serve() {
     let out = k.ok(&["get", &rc, "-o", "jsonpath={.spec.rayVersion} {.metadata.generation}"]);
     assert_eq!(out, "9.9.9 2");
     let applied = k.ok(&["apply", "-f", changed_file.to_str().unwrap()]);
-    assert_eq!(applied.trim(), format!("raycluster.ray.io/{name} unchanged"));
+    // Applying the same file again: the server defaulted fields inside lists (a container port's
+    // `protocol: TCP`), and a JSON merge patch replaces whole lists, so kubectl sends the containers again
+    // and says "configured", as against kube-apiserver; the stored object does not change.
+    assert_eq!(applied.trim(), format!("raycluster.ray.io/{name} configured"));
+    let out = k.ok(&["get", &rc, "-o", "jsonpath={.spec.rayVersion} {.metadata.generation}"]);
+    assert_eq!(out, "9.9.9 2", "a no-op apply does not bump generation");
 
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
@@ -338,4 +343,88 @@ fn kubectl_create_generators_send_protobuf_and_store_what_json_would() {
     assert_eq!(secret["data"], serde_json::json!({"k": "dg=="}));
     assert_eq!(secret["type"], "Opaque");
     let _ = std::fs::remove_dir_all(&k.dir);
+}
+
+/// `kubectl apply` of invalid KubeRay resources prints kube-apiserver's errors and stores nothing; unknown
+/// fields are refused under kubectl's default `--validate=strict`, warned about under `warn` and pruned.
+#[test]
+fn kubectl_apply_invalid_custom_resource_prints_upstream_error() {
+    if !kubectl_available() {
+        eprintln!(
+            "\n\n!!!!! SKIPPING kubectl_apply_invalid_custom_resource_prints_upstream_error: `kubectl` is not on PATH !!!!!\n\n"
+        );
+        return;
+    }
+    let dir = fresh_dir("kubectl-invalid");
+    let (_server, kubeconfig) = start_server(&dir);
+    let k = Client {
+        program: "kubectl".into(),
+        extra_args: vec!["--request-timeout=20s".into()],
+        dir: dir.clone(),
+        kubeconfig,
+    };
+    let crd = reference("crds/ray.io_rayclusters.yaml");
+    k.ok(&["create", "-f", crd.to_str().unwrap()]);
+
+    let write = |file: &str, spec_extra: &str, replicas: &str| -> String {
+        let path = dir.join(file);
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: bad\nspec:\n{spec_extra}  headGroupSpec:\n    rayStartParams: {{}}\n    template:\n      spec:\n        containers:\n        - name: ray-head\n          image: rayproject/ray:2.46.0\n  workerGroupSpecs:\n  - groupName: small\n    replicas: {replicas}\n    rayStartParams: {{}}\n    template:\n      spec:\n        containers:\n        - name: ray-worker\n          image: rayproject/ray:2.46.0\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let failed = |args: &[&str]| -> String {
+        let out = k.run(args);
+        assert!(!out.status.success(), "kubectl {args:?} succeeded");
+        String::from_utf8(out.stderr).unwrap()
+    };
+
+    // A string where an integer belongs (the CRD has CEL rules, so upstream adds that they were skipped);
+    // kubectl 1.32 lists several causes one per line.
+    let bad_type = write("bad-type.yaml", "", "\"many\"");
+    assert_eq!(
+        failed(&["apply", "-f", &bad_type]),
+        "The RayCluster \"bad\" is invalid: \n* spec.workerGroupSpecs[0].replicas: Invalid value: \"string\": spec.workerGroupSpecs[0].replicas in body must be of type integer: \"string\"\n* <nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation\n"
+    );
+    // A CEL rule violated.
+    let bad_rule = write("bad-rule.yaml", "  managedBy: someone\n", "1");
+    assert_eq!(
+        failed(&["apply", "-f", &bad_rule]),
+        "The RayCluster \"bad\" is invalid: spec.managedBy: Invalid value: \"string\": the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'\n"
+    );
+    // An unknown field under kubectl's default --validate=strict.
+    let unknown = write("unknown.yaml", "  foo: bar\n", "1");
+    assert_eq!(
+        failed(&["apply", "-f", &unknown]),
+        format!(
+            "Error from server (BadRequest): error when creating \"{unknown}\": RayCluster in version \"v1\" cannot be handled as a RayCluster: strict decoding error: unknown field \"spec.foo\"\n"
+        )
+    );
+    assert_eq!(k.ok(&["get", "rayclusters", "-o", "name"]), "", "nothing stored");
+
+    // --validate=warn: stored without the field, with kubectl's warning.
+    let out = k.run(&["apply", "--validate=warn", "-f", &unknown]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "raycluster.ray.io/bad created\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Warning: unknown field \"spec.foo\"\n"
+    );
+    assert_eq!(k.ok(&["get", "raycluster", "bad", "-o", "jsonpath={.spec.foo}"]), "");
+    // Defaults are visible on read.
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "raycluster",
+            "bad",
+            "-o",
+            "jsonpath={.spec.workerGroupSpecs[0].numOfHosts}"
+        ]),
+        "1"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

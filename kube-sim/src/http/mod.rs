@@ -2,6 +2,7 @@
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;
+mod field_validation;
 mod logs;
 mod openapi;
 pub mod protobuf;
@@ -580,9 +581,12 @@ impl Ctx {
             }
             ("create", None) => {
                 let obj = self.parse_body(&info)?;
+                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
-                Ok(self.object_response(201, &created))
+                let mut resp = self.object_response(201, &created);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("deletecollection", None) => {
                 let opts = self.delete_options(q)?;
@@ -620,19 +624,28 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
+                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let (o, created) = self
                     .store()
                     .update_or_create_as(gvr, ns, obj, sub, q.get("fieldManager"))?;
-                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+                let mut resp = self.object_response(if created { 201 } else { 200 }, &o);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("patch", Some(name)) => {
                 let (kind, body) = self.patch_body(q)?;
+                let warnings =
+                    field_validation::check_patch(self.store(), &info, q.get("fieldValidation"), &kind, &body, || {
+                        self.store().get(gvr, ns, name).ok().map(|o| o.value.clone())
+                    })?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
                         .patch_or_create_as(gvr, ns, name, &kind, &body, sub, q.get("fieldManager"))?;
-                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+                let mut resp = self.object_response(if created { 201 } else { 200 }, &o);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("delete", Some(name)) => {
                 let opts = self.delete_options(q)?;

@@ -144,7 +144,7 @@ fn gv_document(infos: &[Arc<ResourceInfo>]) -> Value {
             "title": "Kubernetes (kube-sim)",
             "version": format!("v{}.{}.0", super::discovery::EMULATED_MAJOR, super::discovery::EMULATED_MINOR),
             "description": "kube-sim publishes paths, operations and query parameters only (no schemas). \
-                            fieldValidation is accepted but unknown and duplicate fields are not detected."
+                            fieldValidation detects unknown fields of custom resources, not duplicate fields."
         },
         "paths": paths,
         "components": {"schemas": {}}

@@ -317,6 +317,8 @@ pub struct StoreConfig {
     pub service_account_admission: bool,
     /// Lifetime of continue tokens.
     pub continue_ttl: Duration,
+    /// Custom resources are pruned, defaulted and validated against their CRD's schema.
+    pub validate_custom_resources: bool,
 }
 
 impl Default for StoreConfig {
@@ -336,6 +338,7 @@ impl From<&crate::SimConfig> for StoreConfig {
             gc_delay: c.gc_delay,
             service_account_admission: c.service_account_admission,
             continue_ttl: c.continue_ttl,
+            validate_custom_resources: c.validate_custom_resources,
         }
     }
 }

@@ -232,6 +232,7 @@ impl Inner {
             }
         }
         self.prepare_create(config, info, &mut obj, &uid)?;
+        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut obj, None)?;
         let created = self.commit(info, key, obj, EventType::Added, None, config.history_len);
         if is(info, "", "namespaces") {
             let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}});
@@ -462,6 +463,7 @@ impl Inner {
                 ));
             }
         }
+        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut new, Some(&old.value))?;
         if subresource.is_none() {
             self.prepare_update(info, old, &mut new)?;
             if spec_diff(info, &old.value, &new) {
