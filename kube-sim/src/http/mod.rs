@@ -106,6 +106,8 @@ pub struct HttpState {
     pub counters: Counters,
     /// The listening address (for discovery).
     pub addr: std::net::SocketAddr,
+    /// The OpenAPI documents of the served kinds.
+    openapi: openapi::OpenApiCache,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -128,6 +130,7 @@ impl HttpState {
             max_watch_timeout: Mutex::new(config.max_watch_timeout),
             counters: Counters::default(),
             addr,
+            openapi: openapi::OpenApiCache::default(),
         }
     }
 
@@ -337,11 +340,8 @@ impl Ctx {
         }
         match segs.as_slice() {
             ["healthz" | "livez" | "readyz", ..] => return text_response(200, "ok"),
-            ["openapi", "v3", rest @ ..] if self.method == Method::GET => {
-                return match openapi::serve(&self.store().resources(), rest) {
-                    Some(doc) => value_response(200, &doc),
-                    None => error_response(&ApiError::no_route()),
-                };
+            ["openapi", rest @ ..] if self.method == Method::GET => {
+                return openapi::serve(&self.state, rest, &self.accept);
             }
             ["sim", "v1", rest @ ..] => return self.sim_control(rest),
             _ => {}
