@@ -356,3 +356,57 @@ fn kubectl_explain_reads_the_openapi_v3_schemas_of_builtin_and_custom_kinds() {
         );
     }
 }
+
+#[test]
+fn kubectl_validate_reports_unknown_fields_like_kube_apiserver_strict_field_validation() {
+    let c = Cluster::start("validate");
+    let manifest = c.dir.join("typo.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: typo\ndataa:\n  a: b\n",
+    )
+    .unwrap();
+    let manifest = manifest.to_str().unwrap();
+    let mut clients = vec![tools::kubectl_1_35()];
+    match kubectl_on_path() {
+        Some(k) => clients.push(k),
+        None => eprintln!("\n\n!!!!! kubectl_validate: no `kubectl` on PATH, checking kubectl 1.35 only !!!!!\n\n"),
+    }
+    for kubectl in &clients {
+        // --validate=strict (the default, and what `--validate=true` means): the server refuses the field.
+        for validate in [None, Some("--validate=true")] {
+            let mut args = vec!["apply", "-f", manifest];
+            args.extend(validate);
+            let out = c.run(kubectl, &args);
+            assert!(!out.status.success());
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!(
+                    "Error from server (BadRequest): error when creating \"{manifest}\": ConfigMap in version \"v1\" \
+                     cannot be handled as a ConfigMap: strict decoding error: unknown field \"dataa\"\n"
+                )
+            );
+        }
+        let none = c.run(kubectl, &["get", "configmap", "typo"]);
+        assert!(!none.status.success(), "nothing stored");
+
+        // --validate=warn: created without the field, with kube-apiserver's warning.
+        let out = c.run(kubectl, &["apply", "-f", manifest, "--validate=warn"]);
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "configmap/typo created\n");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "Warning: unknown field \"dataa\"\n"
+        );
+        let cm = c.json(&["get", "configmap", "typo", "-o", "json"]);
+        assert_eq!(cm.get("dataa"), None);
+        c.kubectl(&["delete", "configmap", "typo"]);
+
+        // --validate=false: dropped silently.
+        assert_eq!(
+            c.ok(kubectl, &["create", "-f", manifest, "--validate=false"]),
+            "configmap/typo created\n"
+        );
+        c.kubectl(&["delete", "configmap", "typo"]);
+    }
+}

@@ -2,6 +2,7 @@
 //! discovery, the service proxy and fault injection.
 
 pub mod discovery;
+mod field_validation;
 mod openapi;
 pub mod proxy;
 mod watch;
@@ -476,10 +477,14 @@ impl Ctx {
                 self.metadata_only(),
             ),
             ("create", None) => {
-                let obj = self.parse_body()?;
+                let mut obj = self.parse_body()?;
+                let warnings = field_validation::check(&info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
-                Ok(self.object_response(201, &created))
+                Ok(field_validation::with_warnings(
+                    self.object_response(201, &created),
+                    &warnings,
+                ))
             }
             ("deletecollection", None) => {
                 let opts = self.delete_options(q)?;
@@ -514,17 +519,19 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
+                let warnings = field_validation::check(&info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let (o, created) = self
                     .store()
                     .update_or_create_as(gvr, ns, obj, sub, q.get("fieldManager"))?;
-                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+                let resp = self.object_response(if created { 201 } else { 200 }, &o);
+                Ok(field_validation::with_warnings(resp, &warnings))
             }
             ("patch", Some(name)) => {
                 let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
                     ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml ({})", self.content_type))
                 })?;
-                let body = match &mut kind {
+                let mut body = match &mut kind {
                     PatchKind::Apply { field_manager, force } => {
                         *field_manager = q.get("fieldManager").map(str::to_string);
                         *force = q.flag("force");
@@ -533,11 +540,17 @@ impl Ctx {
                     _ => serde_json::from_slice(&self.body)
                         .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
                 };
+                // A JSON patch is a list of operations, not a partial object: its fields are not checked.
+                let warnings = match kind {
+                    PatchKind::Json => Vec::new(),
+                    _ => field_validation::check(&info, q.get("fieldValidation"), &mut body)?,
+                };
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
                         .patch_or_create_as(gvr, ns, name, &kind, &body, sub, q.get("fieldManager"))?;
-                Ok(self.object_response(if created { 201 } else { 200 }, &o))
+                let resp = self.object_response(if created { 201 } else { 200 }, &o);
+                Ok(field_validation::with_warnings(resp, &warnings))
             }
             ("delete", Some(name)) => {
                 let opts = self.delete_options(q)?;

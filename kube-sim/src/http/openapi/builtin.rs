@@ -87,6 +87,11 @@ const BUILTIN_KINDS: &[BuiltinKind] = &[
     entry::<authorization::v1::LocalSubjectAccessReview>(),
 ];
 
+/// Every built-in kind kube-sim knows the schema of.
+pub(super) fn all() -> &'static [BuiltinKind] {
+    BUILTIN_KINDS
+}
+
 /// The built-in kind `group/version/kind`, if kube-sim knows its schema.
 pub(super) fn find(group: &str, version: &str, kind: &str) -> Option<&'static BuiltinKind> {
     BUILTIN_KINDS

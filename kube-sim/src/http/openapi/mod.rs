@@ -11,6 +11,9 @@
 mod builtin;
 mod crd;
 mod paths;
+mod unknown_fields;
+
+pub(super) use unknown_fields::unknown_fields;
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

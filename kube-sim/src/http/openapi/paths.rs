@@ -4,7 +4,7 @@
 //! kubectl's and helm's default `--validate=strict` first ask whether the server validates fields itself: they
 //! look up the PATCH operation of the kind in the OpenAPI v3 document (by `x-kubernetes-group-version-kind`)
 //! and check that it declares the `fieldValidation` query parameter. These documents declare it, so clients
-//! send `fieldValidation=Strict`. Built-in kinds do not advertise strategic merge patch here (the server accepts
+//! send `fieldValidation=Strict` and leave unknown fields to the server (`super::super::field_validation`). Built-in kinds do not advertise strategic merge patch here (the server accepts
 //! it), so `kubectl apply` computes its patch from its own compiled-in types, which carry the list merge keys
 //! the published schemas lack.
 
