@@ -314,6 +314,25 @@ fn helm_install_upgrade_rollback_uninstall_like_on_kube_apiserver() {
     }
     assert!(release_secrets(&c, "r1").is_empty());
     assert_eq!(c.helm(&["list", "-q"]).trim(), "");
+
+    // A chart with a field its kind does not have: helm's server-side apply is refused as kube-apiserver
+    // refuses it, and the release is recorded as failed.
+    let typo = c.dir.join("plain/templates/typo.yaml");
+    std::fs::write(
+        &typo,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-typo\ndataa:\n  a: b\n",
+    )
+    .unwrap();
+    let out = c.run(&tools::helm(), &["install", "r2", chart, "--wait", "--timeout", "120s"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Error: INSTALLATION FAILED: failed to create typed patch object (default/r2-typo; /v1, Kind=ConfigMap): \
+         .dataa: field not declared in schema\n"
+    );
+    let listed: Value = serde_json::from_str(&c.helm(&["list", "--failed", "-o", "json"])).unwrap();
+    assert_eq!(listed[0]["name"], "r2");
+    assert_eq!(listed[0]["status"], "failed");
 }
 
 /// kubectl 1.32 from PATH, if there is one (the 1.35 of `tools` is always there).
@@ -385,6 +404,16 @@ fn kubectl_validate_reports_unknown_fields_like_kube_apiserver_strict_field_vali
                     "Error from server (BadRequest): error when creating \"{manifest}\": ConfigMap in version \"v1\" \
                      cannot be handled as a ConfigMap: strict decoding error: unknown field \"dataa\"\n"
                 )
+            );
+        }
+        // Server-side apply is strict whatever --validate says, with structured-merge-diff's message.
+        for validate in ["--validate=strict", "--validate=false"] {
+            let out = c.run(kubectl, &["apply", "--server-side", validate, "-f", manifest]);
+            assert!(!out.status.success());
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                "Error from server: failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): \
+                 .dataa: field not declared in schema\n"
             );
         }
         let none = c.run(kubectl, &["get", "configmap", "typo"]);

@@ -543,6 +543,10 @@ impl Ctx {
                 // A JSON patch is a list of operations, not a partial object: its fields are not checked.
                 let warnings = match kind {
                     PatchKind::Json => Vec::new(),
+                    PatchKind::Apply { .. } => {
+                        field_validation::check_apply(&info, ns, name, &mut body)?;
+                        Vec::new()
+                    }
                     _ => field_validation::check(&info, q.get("fieldValidation"), &mut body)?,
                 };
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
