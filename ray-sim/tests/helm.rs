@@ -6,24 +6,13 @@
 //! the one on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod tools;
+mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::Output;
 
 use serde_json::Value;
-
-/// Kills the simulator when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::{Client, Server, fresh_dir, kubectl_available, start_server, tools};
 
 /// A private directory and a running `kube-sim serve` whose kubeconfig is in it.
 struct Cluster {
@@ -34,35 +23,8 @@ struct Cluster {
 
 impl Cluster {
     fn start(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "kube-sim-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let kubeconfig = dir.join("kubeconfig");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
-            .args(["serve", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let server = Server(child);
-        // The server prints its URL once the kubeconfig is written.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        rx.recv_timeout(Duration::from_secs(30))
-            .expect("kube-sim did not start within 30 s");
-        assert!(kubeconfig.exists());
+        let dir = fresh_dir(name);
+        let (server, kubeconfig) = start_server(&dir);
         Self {
             dir,
             kubeconfig,
@@ -70,35 +32,21 @@ impl Cluster {
         }
     }
 
-    /// Runs a client tool with this cluster's kubeconfig and a private HOME (and XDG directories, for helm).
-    fn run(&self, program: &Path, args: &[&str]) -> Output {
-        let out = Command::new(program)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", &self.dir)
-            .env("XDG_CACHE_HOME", self.dir.join("cache"))
-            .env("XDG_CONFIG_HOME", self.dir.join("config"))
-            .env("XDG_DATA_HOME", self.dir.join("data"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        eprintln!(
-            "$ {} {}\n{}{}",
-            program.file_name().unwrap().to_string_lossy(),
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+    fn client(&self, program: &Path) -> Client {
+        Client {
+            program: program.to_path_buf(),
+            extra_args: Vec::new(),
+            dir: self.dir.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+        }
     }
 
-    /// Runs a client tool, asserts success and an empty stderr, returns stdout.
+    fn run(&self, program: &Path, args: &[&str]) -> Output {
+        self.client(program).run(args)
+    }
+
     fn ok(&self, program: &Path, args: &[&str]) -> String {
-        let out = self.run(program, args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{args:?} failed: {stderr}");
-        assert!(stderr.trim().is_empty(), "{args:?} wrote to stderr: {stderr}");
-        String::from_utf8(out.stdout).unwrap()
+        self.client(program).ok(args)
     }
 
     fn helm(&self, args: &[&str]) -> String {
@@ -337,11 +285,7 @@ fn helm_install_upgrade_rollback_uninstall_like_on_kube_apiserver() {
 
 /// kubectl 1.32 from PATH, if there is one (the 1.35 of `tools` is always there).
 fn kubectl_on_path() -> Option<PathBuf> {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(_) => Some(PathBuf::from("kubectl")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => panic!("running kubectl: {e}"),
-    }
+    kubectl_available().then(|| PathBuf::from("kubectl"))
 }
 
 #[test]

@@ -3,96 +3,19 @@
 //! Skipped (with a loud message) only when `kubectl` is not on PATH.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod support;
+
+use support::{Client, fresh_dir, kubectl_available, start_server};
 
 fn reference(rel: &str) -> PathBuf {
     let p = kuberay_reference::kuberay_dir().join(rel);
     assert!(p.exists(), "missing reference file {}", p.display());
     p
-}
-
-/// Kills the simulator when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Kubectl {
-    dir: PathBuf,
-    kubeconfig: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> Output {
-        let out = Command::new("kubectl")
-            .args(args)
-            .arg("--request-timeout=20s")
-            .env("KUBECONFIG", &self.kubeconfig)
-            // A private HOME keeps kubectl's discovery/OpenAPI cache out of the user's.
-            .env("HOME", &self.dir)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        eprintln!(
-            "$ kubectl {}\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// Runs kubectl, asserts success and an empty stderr, returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}");
-        assert!(stderr.trim().is_empty(), "kubectl {args:?} wrote to stderr: {stderr}");
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-fn kubectl_available() -> bool {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(_) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => panic!("running kubectl: {e}"),
-    }
-}
-
-fn start_server(dir: &Path) -> (Server, PathBuf) {
-    let kubeconfig = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
-        .args(["serve", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    // The server prints its URL once the kubeconfig is written.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("kube-sim did not start within 30 s");
-    assert!(url.starts_with("http://127.0.0.1:"), "unexpected first line {url:?}");
-    assert!(kubeconfig.exists());
-    (server, kubeconfig)
 }
 
 #[test]
@@ -102,17 +25,11 @@ fn kubectl_against_kube_sim_serve() {
         return;
     }
     let started = Instant::now();
-    let dir = std::env::temp_dir().join(format!(
-        "kube-sim-kubectl-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("kubectl");
     let (_server, kubeconfig) = start_server(&dir);
-    let k = Kubectl {
+    let k = Client {
+        program: "kubectl".into(),
+        extra_args: vec!["--request-timeout=20s".into()],
         dir: dir.clone(),
         kubeconfig,
     };

@@ -157,6 +157,11 @@ fn info_block() -> Value {
     })
 }
 
+/// Bearer tokens in the `authorization` header, as kube-apiserver declares them.
+fn security_schemes() -> Value {
+    json!({"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}})
+}
+
 /// The Swagger 2.0 document of every served kind.
 fn v2_document(infos: &[Arc<ResourceInfo>], crds: &crd::CrdSchemas) -> Value {
     let (definitions, names) = definitions(Dialect::V2, infos, crds);
@@ -165,7 +170,7 @@ fn v2_document(infos: &[Arc<ResourceInfo>], crds: &crd::CrdSchemas) -> Value {
         "info": info_block(),
         "paths": paths::paths(Dialect::V2, infos, &names),
         "definitions": definitions,
-        "securityDefinitions": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}},
+        "securityDefinitions": security_schemes(),
         "security": [{"BearerToken": []}],
     })
 }
@@ -179,7 +184,7 @@ fn v3_document(infos: &[Arc<ResourceInfo>], crds: &crd::CrdSchemas) -> Value {
         "paths": paths::paths(Dialect::V3, infos, &names),
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}},
+            "securitySchemes": security_schemes(),
         },
     })
 }
