@@ -1,70 +1,103 @@
-//! Server-side field validation of built-in objects (the `fieldValidation` query parameter of create, update
-//! and patch), as kube-apiserver does it: fields the kind's schema does not have are dropped with a warning
-//! per field (`Warn`, the default), dropped silently (`Ignore`), or fail the request with 400 BadRequest
-//! (`Strict`, what kubectl and helm send by default). Server-side apply is always strict. Custom resources are
-//! left to their CRD's schema.
+//! Server-side field validation (`?fieldValidation=Strict|Warn|Ignore`) of built-in kinds, against the schemas
+//! kube-sim publishes: fields the kind does not have are dropped from the write with one `Warning` header per
+//! field (`Warn`, the default), dropped silently (`Ignore`), or fail the request with 400 BadRequest
+//! (`Strict`, what kubectl and helm send by default). Server-side apply is strict whatever the directive
+//! says. Custom resources are left to their CRD's schema.
 
-use http::{HeaderValue, Response, header};
+use http::header::{HeaderValue, WARNING};
+use hyper::Response;
 use serde_json::Value;
 
 use super::Body;
 use crate::error::ApiError;
 use crate::kinds::ResourceInfo;
+use crate::patch::PatchKind;
 
 /// The `fieldValidation` directive of a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Directive {
+    /// Drop unknown fields silently.
     Ignore,
+    /// Drop them and warn (the default).
     Warn,
+    /// Reject the request.
     Strict,
 }
 
-impl Directive {
-    fn parse(value: Option<&str>) -> Result<Self, ApiError> {
-        match value.unwrap_or_default() {
-            "" | "Warn" => Ok(Self::Warn),
-            "Ignore" => Ok(Self::Ignore),
-            "Strict" => Ok(Self::Strict),
-            other => Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            ))),
-        }
+fn directive(param: Option<&str>) -> Result<Directive, ApiError> {
+    match param {
+        None | Some("" | "Warn") => Ok(Directive::Warn),
+        Some("Ignore") => Ok(Directive::Ignore),
+        Some("Strict") => Ok(Directive::Strict),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation: Unsupported value: {}: supported values: \"Ignore\", \"Warn\", \"Strict\"",
+            kube_compat::go_strconv::quote(other)
+        ))),
     }
 }
 
-/// Checks the body of a write to a built-in kind (the object, or a merge, strategic or apply patch) for unknown
-/// fields and drops them; returns the warnings to send, or the Strict error.
-pub(super) fn check(info: &ResourceInfo, directive: Option<&str>, body: &mut Value) -> Result<Vec<String>, ApiError> {
-    let directive = Directive::parse(directive)?;
+fn unknown_field(path: &str) -> String {
+    format!("unknown field {}", kube_compat::go_strconv::quote(path))
+}
+
+/// The unknown fields of a write to a built-in kind (dropped from `body` unless `Strict`) under the directive:
+/// `Err` with the strict decoding error for `Strict`, else the warnings to send. `decoding` names the kind for
+/// a request body, which kube-apiserver's decoder reports against it; a patch's error is not.
+fn check(info: &ResourceInfo, param: Option<&str>, body: &mut Value, decoding: bool) -> Result<Vec<String>, ApiError> {
+    let directive = directive(param)?;
     if info.custom {
         return Ok(Vec::new());
     }
     let (group, version, kind) = (&info.gvr.group, &info.gvr.version, &info.kind);
     let prune = directive != Directive::Strict;
-    let Some(unknown) = super::openapi::unknown_fields(group, version, kind, body, prune) else {
-        return Ok(Vec::new());
-    };
-    let messages: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+    let unknown = super::openapi::unknown_fields(group, version, kind, body, prune).unwrap_or_default();
+    let unknown: Vec<String> = unknown.iter().map(|p| unknown_field(p)).collect();
     match directive {
-        Directive::Strict if !messages.is_empty() => Err(ApiError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-            messages.join(", ")
-        ))),
-        Directive::Warn => Ok(messages),
+        Directive::Strict if !unknown.is_empty() => {
+            let strict = format!("strict decoding error: {}", unknown.join(", "));
+            Err(ApiError::bad_request(if decoding {
+                format!("{kind} in version {version:?} cannot be handled as a {kind}: {strict}")
+            } else {
+                strict
+            }))
+        }
+        Directive::Warn => Ok(unknown),
         _ => Ok(Vec::new()),
     }
 }
 
-/// Checks a server-side apply patch of a built-in kind. Apply is strict whatever `fieldValidation` says:
-/// kube-apiserver converts the patch to its typed form first and answers a field the type lacks with
-/// structured-merge-diff's error, still an untyped 500. Paths through lists give the element's index where
-/// kube-apiserver gives its merge key (`[name="c"]`): the published schemas carry no list keys.
-pub(super) fn check_apply(
+/// Checks the object a create or update sends: 400 `ConfigMap in version "v1" cannot be handled as a ConfigMap:
+/// strict decoding error: unknown field "dataa"` for `Strict`, else the warnings to send.
+pub(super) fn check_object(info: &ResourceInfo, param: Option<&str>, obj: &mut Value) -> Result<Vec<String>, ApiError> {
+    check(info, param, obj, true)
+}
+
+/// Checks a patch: merge and strategic patches carry the fields they set at the paths they will be stored at;
+/// a JSON patch is a list of operations and is not checked. A server-side apply patch is converted to its typed
+/// form first, whatever the directive, and a field the type lacks gets structured-merge-diff's error, still an
+/// untyped 500 in kube-apiserver (paths through lists give the element's index where kube-apiserver gives its
+/// merge key, `[name="c"]`: the published schemas carry no list keys).
+pub(super) fn check_patch(
     info: &ResourceInfo,
-    namespace: Option<&str>,
-    name: &str,
+    param: Option<&str>,
+    kind: &PatchKind,
+    target: (Option<&str>, &str),
     body: &mut Value,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
+    match kind {
+        PatchKind::Json => {
+            directive(param)?;
+            Ok(Vec::new())
+        }
+        PatchKind::Apply { .. } => {
+            directive(param)?;
+            check_apply(info, target, body).map(|()| Vec::new())
+        }
+        _ => check(info, param, body, false),
+    }
+}
+
+fn check_apply(info: &ResourceInfo, (namespace, name): (Option<&str>, &str), body: &mut Value) -> Result<(), ApiError> {
     if info.custom {
         return Ok(());
     }
@@ -88,15 +121,14 @@ pub(super) fn check_apply(
     ))
 }
 
-/// Adds one `Warning` header per message, as kube-apiserver sends them.
-pub(super) fn with_warnings(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+/// Adds one `Warning: 299 - "..."` header per warning.
+pub(super) fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
     for w in warnings {
-        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
-        if let Ok(v) = HeaderValue::from_str(&text) {
-            response.headers_mut().append(header::WARNING, v);
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            resp.headers_mut().append(WARNING, v);
         }
     }
-    response
 }
 
 #[cfg(test)]
@@ -119,26 +151,43 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "dataa": {"a": "b"}})
     }
 
+    fn message(e: &ApiError) -> Value {
+        e.to_status()["message"].clone()
+    }
+
     #[test]
-    fn strict_rejects_unknown_fields_with_kube_apiservers_message() {
-        let mut b = body();
-        let e = check(&configmaps(), Some("Strict"), &mut b).unwrap_err();
+    fn strict_rejects_unknown_fields_with_kube_apiservers_decoding_message() {
+        let e = check_object(&configmaps(), Some("Strict"), &mut body()).unwrap_err();
         assert_eq!(e.code, 400);
         assert_eq!(
-            e.to_status()["message"],
+            message(&e),
             "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"dataa\""
         );
+        let e = check_patch(
+            &configmaps(),
+            Some("Strict"),
+            &PatchKind::Merge,
+            (Some("default"), "x"),
+            &mut body(),
+        )
+        .unwrap_err();
+        assert_eq!(message(&e), "strict decoding error: unknown field \"dataa\"");
     }
 
     #[test]
     fn apply_is_strict_whatever_the_directive_with_structured_merge_diffs_message() {
-        let mut b = body();
-        let e = check_apply(&configmaps(), Some("default"), "x", &mut b).unwrap_err();
-        assert_eq!(e.code, 500);
-        assert_eq!(
-            e.to_status()["message"],
-            "failed to create typed patch object (default/x; /v1, Kind=ConfigMap): .dataa: field not declared in schema"
-        );
+        let apply = PatchKind::Apply {
+            field_manager: None,
+            force: false,
+        };
+        for directive in [None, Some("Ignore")] {
+            let e = check_patch(&configmaps(), directive, &apply, (Some("default"), "x"), &mut body()).unwrap_err();
+            assert_eq!(e.code, 500);
+            assert_eq!(
+                message(&e),
+                "failed to create typed patch object (default/x; /v1, Kind=ConfigMap): .dataa: field not declared in schema"
+            );
+        }
     }
 
     #[test]
@@ -146,15 +195,19 @@ mod tests {
         for directive in [None, Some("Warn")] {
             let mut b = body();
             assert_eq!(
-                check(&configmaps(), directive, &mut b).unwrap(),
+                check_object(&configmaps(), directive, &mut b).unwrap(),
                 ["unknown field \"dataa\""]
             );
             assert!(b.get("dataa").is_none());
         }
         let mut b = body();
-        assert!(check(&configmaps(), Some("Ignore"), &mut b).unwrap().is_empty());
+        assert!(check_object(&configmaps(), Some("Ignore"), &mut b).unwrap().is_empty());
         assert!(b.get("dataa").is_none());
-        let e = check(&configmaps(), Some("Loose"), &mut body()).unwrap_err();
+        let e = check_object(&configmaps(), Some("Loose"), &mut body()).unwrap_err();
         assert_eq!(e.code, 400);
+        assert_eq!(
+            message(&e),
+            "fieldValidation: Unsupported value: \"Loose\": supported values: \"Ignore\", \"Warn\", \"Strict\""
+        );
     }
 }

@@ -478,13 +478,12 @@ impl Ctx {
             ),
             ("create", None) => {
                 let mut obj = self.parse_body()?;
-                let warnings = field_validation::check(&info, q.get("fieldValidation"), &mut obj)?;
+                let warnings = field_validation::check_object(&info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
-                Ok(field_validation::with_warnings(
-                    self.object_response(201, &created),
-                    &warnings,
-                ))
+                let mut resp = self.object_response(201, &created);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("deletecollection", None) => {
                 let opts = self.delete_options(q)?;
@@ -519,13 +518,14 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
-                let warnings = field_validation::check(&info, q.get("fieldValidation"), &mut obj)?;
+                let warnings = field_validation::check_object(&info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let (o, created) = self
                     .store()
                     .update_or_create_as(gvr, ns, obj, sub, q.get("fieldManager"))?;
-                let resp = self.object_response(if created { 201 } else { 200 }, &o);
-                Ok(field_validation::with_warnings(resp, &warnings))
+                let mut resp = self.object_response(if created { 201 } else { 200 }, &o);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("patch", Some(name)) => {
                 let mut kind = PatchKind::from_content_type(&self.content_type).ok_or_else(|| {
@@ -540,21 +540,15 @@ impl Ctx {
                     _ => serde_json::from_slice(&self.body)
                         .map_err(|e| ApiError::bad_request(format!("unable to decode the patch: {e}")))?,
                 };
-                // A JSON patch is a list of operations, not a partial object: its fields are not checked.
-                let warnings = match kind {
-                    PatchKind::Json => Vec::new(),
-                    PatchKind::Apply { .. } => {
-                        field_validation::check_apply(&info, ns, name, &mut body)?;
-                        Vec::new()
-                    }
-                    _ => field_validation::check(&info, q.get("fieldValidation"), &mut body)?,
-                };
+                let warnings =
+                    field_validation::check_patch(&info, q.get("fieldValidation"), &kind, (ns, name), &mut body)?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
                         .patch_or_create_as(gvr, ns, name, &kind, &body, sub, q.get("fieldManager"))?;
-                let resp = self.object_response(if created { 201 } else { 200 }, &o);
-                Ok(field_validation::with_warnings(resp, &warnings))
+                let mut resp = self.object_response(if created { 201 } else { 200 }, &o);
+                field_validation::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             ("delete", Some(name)) => {
                 let opts = self.delete_options(q)?;
