@@ -74,7 +74,7 @@ fn kubectl_against_kube_sim_serve() {
     assert_eq!(items[0]["metadata"]["generation"], 1);
     assert_eq!(items[0]["spec"]["rayVersion"], ray_version.as_str());
 
-    // Human-readable get: the server answers plain JSON to the Table request and kubectl falls back.
+    // Human-readable get: a server-side Table with the CRD's printer columns.
     let table = k.ok(&["get", "rayclusters"]);
     let mut lines = table.lines();
     assert!(lines.next().unwrap().starts_with("NAME"), "{table}");

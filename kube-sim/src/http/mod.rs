@@ -5,6 +5,7 @@ pub mod discovery;
 mod field_validation;
 mod openapi;
 pub mod proxy;
+mod table;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -425,6 +426,21 @@ impl Ctx {
             .map_err(|e| ApiError::bad_request(format!("unable to decode the request body: {e}")))
     }
 
+    /// The Table this GET asks for (`Accept: ...;as=Table`), if any; the plain path pays one substring test.
+    fn table_writer(&self, info: &ResourceInfo, q: &Query) -> Result<Option<table::TableWriter>, ApiError> {
+        if !self.accept.contains("as=Table") {
+            return Ok(None);
+        }
+        let Some(version) = table::negotiate(&self.accept)? else {
+            return Ok(None);
+        };
+        let request = table::TableRequest {
+            version,
+            include: table::IncludeObject::parse(q.get("includeObject"))?,
+        };
+        Ok(Some(table::TableWriter::new(self.store(), info, request)))
+    }
+
     fn object_response(&self, code: u16, obj: &StoredObject) -> Response<Body> {
         if self.metadata_only() {
             value_response(code, &obj.partial_metadata())
@@ -469,13 +485,17 @@ impl Ctx {
         let sub = route.subresource.as_deref();
         match (verb, route.name.as_deref()) {
             ("list", None) => self.list(&info, ns, q),
-            ("watch", None) => watch::serve(
-                self.state.clone(),
-                info,
-                route.namespace.clone(),
-                q,
-                self.metadata_only(),
-            ),
+            ("watch", None) => {
+                let table = self.table_writer(&info, q)?;
+                watch::serve(
+                    self.state.clone(),
+                    info,
+                    route.namespace.clone(),
+                    q,
+                    self.metadata_only(),
+                    table,
+                )
+            }
             ("create", None) => {
                 let mut obj = self.parse_body()?;
                 let warnings = field_validation::check_object(&info, q.get("fieldValidation"), &mut obj)?;
@@ -500,6 +520,9 @@ impl Ctx {
             }
             ("get", Some(name)) => {
                 let object = self.store().get(gvr, ns, name)?;
+                if let Some(t) = self.table_writer(&info, q)? {
+                    return Ok(value_response(200, &t.object(&object)));
+                }
                 Ok(self.object_response(200, &object))
             }
             ("update", Some(name)) => {
@@ -701,6 +724,9 @@ impl Ctx {
     fn list(&self, info: &ResourceInfo, ns: Option<&str>, q: &Query) -> Result<Response<Body>, ApiError> {
         let opts = self.list_options(info, q)?;
         let res = self.store().list(&info.gvr, ns, &opts)?;
+        if let Some(t) = self.table_writer(info, q)? {
+            return Ok(value_response(200, &t.list(&res)));
+        }
         Ok(json_response(200, self.list_body(info, &res)))
     }
 

@@ -12,6 +12,7 @@ use hyper::body::Frame;
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::table::TableWriter;
 use super::{Body, HttpState, Query};
 use crate::error::ApiError;
 use crate::kinds::ResourceInfo;
@@ -29,6 +30,8 @@ struct Encoder {
     kind: String,
     api_version: String,
     meta_only: bool,
+    /// Table output (`kubectl get -w`): each object becomes a one-row Table.
+    table: Option<TableWriter>,
 }
 
 impl Encoder {
@@ -39,7 +42,9 @@ impl Encoder {
         out.put_slice(b"\",\"object\":");
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                if self.meta_only {
+                if let Some(t) = &self.table {
+                    out.put_slice(&serde_json::to_vec(&t.watch_object(o)).unwrap_or_default());
+                } else if self.meta_only {
                     out.put_slice(&serde_json::to_vec(&o.partial_metadata()).unwrap_or_default());
                 } else {
                     out.put_slice(&o.json);
@@ -77,6 +82,7 @@ pub(super) fn serve(
     namespace: Option<String>,
     q: &Query,
     meta_only: bool,
+    table: Option<TableWriter>,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = q.flag("sendInitialEvents");
     let bookmarks = q.flag("allowWatchBookmarks");
@@ -125,6 +131,7 @@ pub(super) fn serve(
             info.gvr.api_version()
         },
         meta_only,
+        table,
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(LINE_BUFFER);
     let task_state = state.clone();
