@@ -276,6 +276,35 @@ fn builtin_table() -> Vec<Builtin> {
         rbac("clusterroles", "ClusterRole", false),
         rbac("clusterrolebindings", "ClusterRoleBinding", false),
         b("batch", "v1", "jobs", "Job", true, true, G::Spec),
+        // Kinds kubectl has generators for (`create quota|priorityclass|poddisruptionbudget`): stored, no controller.
+        Builtin {
+            short: &["quota"],
+            ..b("", "v1", "resourcequotas", "ResourceQuota", true, true, G::None)
+        },
+        Builtin {
+            short: &["pc"],
+            ..b(
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                false,
+                G::None,
+            )
+        },
+        Builtin {
+            short: &["pdb"],
+            ..b(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                true,
+                G::Spec,
+            )
+        },
         Builtin {
             short: &["ing"],
             ..b("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, G::Spec)
