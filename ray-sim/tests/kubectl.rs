@@ -10,12 +10,25 @@ use serde_json::Value;
 
 mod support;
 
-use support::{Client, fresh_dir, kubectl_available, start_server};
+use support::{Client, Server, fresh_dir, kubectl_available, start_server};
 
 fn reference(rel: &str) -> PathBuf {
     let p = kuberay_reference::kuberay_dir().join(rel);
     assert!(p.exists(), "missing reference file {}", p.display());
     p
+}
+
+/// `kube-sim serve` with its kubeconfig in a fresh private directory, and a kubectl for it.
+fn serve_in_private_dir() -> (Server, Client) {
+    let dir = fresh_dir("kubectl");
+    let (server, kubeconfig) = start_server(&dir);
+    let kubectl = Client {
+        program: "kubectl".into(),
+        extra_args: vec!["--request-timeout=20s".into()],
+        dir,
+        kubeconfig,
+    };
+    (server, kubectl)
 }
 
 #[test]
@@ -222,14 +235,7 @@ fn kubectl_create_generators_send_protobuf_and_store_what_json_would() {
         );
         return;
     }
-    let dir = fresh_dir("kubectl-protobuf");
-    let (_server, kubeconfig) = start_server(&dir);
-    let k = Client {
-        program: "kubectl".into(),
-        extra_args: vec!["--request-timeout=20s".into()],
-        dir,
-        kubeconfig,
-    };
+    let (_server, k) = serve_in_private_dir();
     assert_eq!(k.ok(&["create", "namespace", "pb"]), "namespace/pb created\n");
     assert_eq!(k.ok(&["create", "namespace", "js"]), "namespace/js created\n");
     // (resource shown by `create`, namespaced, generator arguments after `kubectl create`; NAME marks the name)

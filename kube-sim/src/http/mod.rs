@@ -113,6 +113,8 @@ pub struct HttpState {
     pub addr: std::net::SocketAddr,
     /// Container logs, for the pod `log` subresource.
     pub pod_logs: crate::logs::PodLogs,
+    /// The OpenAPI documents of the served kinds.
+    openapi: openapi::OpenApiCache,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -136,6 +138,7 @@ impl HttpState {
             counters: Counters::default(),
             addr,
             pod_logs: config.agents.pod_logs.clone(),
+            openapi: openapi::OpenApiCache::default(),
         }
     }
 
@@ -345,11 +348,8 @@ impl Ctx {
         }
         match segs.as_slice() {
             ["healthz" | "livez" | "readyz", ..] => return text_response(200, "ok"),
-            ["openapi", "v3", rest @ ..] if self.method == Method::GET => {
-                return match openapi::serve(&self.store().resources(), rest) {
-                    Some(doc) => value_response(200, &doc),
-                    None => error_response(&ApiError::no_route()),
-                };
+            ["openapi", rest @ ..] if self.method == Method::GET => {
+                return openapi::serve(&self.state, rest, &self.accept);
             }
             ["sim", "v1", rest @ ..] => return self.sim_control(rest),
             _ => {}
@@ -580,8 +580,8 @@ impl Ctx {
                 )
             }
             ("create", None) => {
-                let obj = self.parse_body(&info)?;
-                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &obj)?;
+                let mut obj = self.parse_body(&info)?;
+                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
                 let mut resp = self.object_response(201, &created);
@@ -624,7 +624,7 @@ impl Ctx {
                         obj["metadata"]["name"] = json!(name);
                     }
                 }
-                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &obj)?;
+                let warnings = field_validation::check_object(self.store(), &info, q.get("fieldValidation"), &mut obj)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let (o, created) = self
                     .store()
@@ -634,11 +634,16 @@ impl Ctx {
                 Ok(resp)
             }
             ("patch", Some(name)) => {
-                let (kind, body) = self.patch_body(q)?;
-                let warnings =
-                    field_validation::check_patch(self.store(), &info, q.get("fieldValidation"), &kind, &body, || {
-                        self.store().get(gvr, ns, name).ok().map(|o| o.value.clone())
-                    })?;
+                let (kind, mut body) = self.patch_body(q)?;
+                let warnings = field_validation::check_patch(
+                    self.store(),
+                    &info,
+                    q.get("fieldValidation"),
+                    &kind,
+                    (ns, name),
+                    &mut body,
+                    || self.store().get(gvr, ns, name).ok().map(|o| o.value.clone()),
+                )?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
                     self.store()
