@@ -574,3 +574,116 @@ async fn insecure_http_serves_plain_http_still_authenticated() {
         401
     );
 }
+
+/// A ServiceAccount `x` allowed to create roles and role bindings and to get pods in `default`.
+async fn rbac_writer(sim: &SimHandle) -> kube::Client {
+    let token = service_account_token(sim, "x").await;
+    apply(
+        sim,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "rbac-writer"},
+            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+    )
+    .await;
+    apply(
+        sim,
+        ROLE_BINDINGS,
+        role_binding("x-writes-rbac", "Role", "rbac-writer", "x"),
+    )
+    .await;
+    client_with(sim, Some(&token)).await
+}
+
+#[tokio::test]
+async fn creating_a_role_with_rights_not_held_is_forbidden_as_escalation() {
+    let sim = sim().await;
+    let sa = rbac_writer(&sim).await;
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let role = |name: &str, verbs: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]})
+    };
+    call(&sa, "POST", roles, Some(role("held", json!(["get"]))))
+        .await
+        .expect("rights the user holds may be granted");
+    let e = call(
+        &sa,
+        "POST",
+        roles,
+        Some(role("too-much", json!(["get", "delete", "list"]))),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.reason.as_str(), e.message.as_str()),
+        (
+            403,
+            "Forbidden",
+            "roles.rbac.authorization.k8s.io \"too-much\" is forbidden: user \"system:serviceaccount:default:x\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\" \"list\"]}"
+        )
+    );
+    assert!(
+        call(&sim.client(), "GET", &format!("{roles}/too-much"), None)
+            .await
+            .is_err(),
+        "nothing stored"
+    );
+}
+
+#[tokio::test]
+async fn binding_a_role_needs_its_rights_or_the_bind_verb() {
+    let sim = sim().await;
+    let sa = rbac_writer(&sim).await;
+    let e = call(
+        &sa,
+        "POST",
+        ROLE_BINDINGS,
+        Some(role_binding("x-edit", "ClusterRole", "edit", "x")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, 403);
+    assert!(
+        e.message.starts_with("rolebindings.rbac.authorization.k8s.io \"x-edit\" is forbidden: user \"system:serviceaccount:default:x\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"bindings\"], Verbs:[\"get\" \"list\" \"watch\"]}\n"),
+        "{}",
+        e.message
+    );
+    let e = call(
+        &sa,
+        "POST",
+        ROLE_BINDINGS,
+        Some(role_binding("x-ghost", "Role", "ghost", "x")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (404, r#"role.rbac.authorization.k8s.io "ghost" not found"#)
+    );
+    // Rights the user holds may be bound; so may any role it has `bind` on.
+    call(
+        &sa,
+        "POST",
+        ROLE_BINDINGS,
+        Some(role_binding("x-writer-again", "Role", "rbac-writer", "x")),
+    )
+    .await
+    .unwrap();
+    apply(
+        &sim,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "binder"},
+            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["edit"]}]}),
+    )
+    .await;
+    apply(&sim, ROLE_BINDINGS, role_binding("x-binds-edit", "Role", "binder", "x")).await;
+    call(
+        &sa,
+        "POST",
+        ROLE_BINDINGS,
+        Some(role_binding("x-edit", "ClusterRole", "edit", "x")),
+    )
+    .await
+    .unwrap();
+}

@@ -297,19 +297,21 @@ fn kubectl_identity_and_rbac_against_kube_sim_serve() {
     };
     ci.ok(&["config", "set-credentials", "ci", &format!("--token={token}")]);
     ci.ok(&["config", "set-context", "--current", "--user=ci"]);
+    let uid = admin.ok(&["get", "serviceaccount", "ci", "-o", "jsonpath={.metadata.uid}"]);
     let whoami = ci.ok(&["auth", "whoami"]);
     let lines: Vec<&str> = whoami.lines().collect();
     assert_eq!(
-        lines[..3],
+        lines[..4],
         [
             "ATTRIBUTE                                           VALUE",
             "Username                                            system:serviceaccount:default:ci",
+            &format!("UID                                                 {uid}"),
             "Groups                                              [system:serviceaccounts system:serviceaccounts:default system:authenticated]",
         ],
         "{whoami}"
     );
     assert!(
-        lines[3].starts_with("Extra: authentication.kubernetes.io/credential-id   [JTI="),
+        lines[4].starts_with("Extra: authentication.kubernetes.io/credential-id   [JTI="),
         "{whoami}"
     );
     let denied = ci.run(&["get", "pods"]);
@@ -318,9 +320,11 @@ fn kubectl_identity_and_rbac_against_kube_sim_serve() {
         String::from_utf8_lossy(&denied.stderr).trim(),
         r#"Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:ci" cannot list resource "pods" in API group "" in the namespace "default""#
     );
+    // `auth can-i` answers "no" with exit code 1.
+    let no = admin.run(&["auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:ci"]);
     assert_eq!(
-        admin.ok(&["auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:ci"]),
-        "no\n"
+        (no.status.code(), String::from_utf8_lossy(&no.stdout).as_ref()),
+        (Some(1), "no\n")
     );
 
     std::fs::write(

@@ -1,11 +1,12 @@
 //! Identity and authorization, as kube-apiserver does them: HTTPS with a CA generated at start ([`tls`]),
 //! bearer-token authentication (static tokens such as the kubeconfig's admin token, and ServiceAccount tokens
 //! signed by the server, [`tokens`]), impersonation ([`impersonate`]), RBAC enforced on every request
-//! ([`rbac`], with the bootstrap roles and the ClusterRole aggregation controller of [`bootstrap`]) and the
-//! review APIs `kubectl auth can-i|whoami` use ([`review`]).
+//! ([`rbac`], with the bootstrap roles and the ClusterRole aggregation controller of [`bootstrap`], and
+//! escalation prevention on RBAC writes in [`escalation`]) and the review APIs `kubectl auth can-i|whoami` use ([`review`]).
 
 pub mod attributes;
 pub mod bootstrap;
+pub mod escalation;
 pub mod impersonate;
 pub mod rbac;
 pub mod review;

@@ -71,10 +71,9 @@ fn strings(msg: &[u8], names: &[(u64, &str)], repeated: &[u64]) -> Option<Map<St
         };
         let s = json!(String::from_utf8_lossy(b));
         if repeated.contains(&n) {
-            out.entry(*name)
-                .or_insert_with(|| json!([]))
-                .as_array_mut()
-                .map(|a| a.push(s));
+            if let Some(list) = out.entry(*name).or_insert_with(|| json!([])).as_array_mut() {
+                list.push(s);
+            }
         } else {
             out.insert((*name).to_owned(), s);
         }

@@ -634,7 +634,7 @@ impl Ctx {
     /// Sends a write of one object to the validating webhooks whose rules match it (nothing to do, and
     /// nothing computed, when none does). `body` is the request body: the object for create and update, the
     /// patch for patch. A request the store will reject anyway (missing object, unreadable patch) is left to
-    /// the store.
+    /// the store. Writes of roles and bindings are first checked for RBAC escalation.
     async fn admit(
         &self,
         info: &ResourceInfo,
@@ -643,8 +643,9 @@ impl Ctx {
         body: Option<&Value>,
         patch: Option<&PatchKind>,
     ) -> Result<(), ApiError> {
+        let rbac_guarded = verb != "delete" && crate::auth::escalation::guards(&info.gvr.group, &info.gvr.resource);
         let configured = webhooks::configured_webhooks(self.store());
-        if configured.is_empty() {
+        if configured.is_empty() && !rbac_guarded {
             return Ok(());
         }
         let ns = route.namespace.as_deref();
@@ -666,7 +667,7 @@ impl Ctx {
             namespaced: info.namespaced,
         };
         let hooks = webhooks::select(configured, &attrs);
-        if hooks.is_empty() {
+        if hooks.is_empty() && !rbac_guarded {
             return Ok(());
         }
         let mut object = match (verb, patch, &old) {
@@ -705,6 +706,13 @@ impl Ctx {
             if let (Some(ns), Some(meta)) = (ns, obj.get_mut("metadata").and_then(Value::as_object_mut)) {
                 meta.entry("namespace").or_insert_with(|| json!(ns));
             }
+        }
+        if rbac_guarded && let Some(obj) = &object {
+            let ns = ns.unwrap_or_default();
+            crate::auth::escalation::confirm(self.store(), &self.user, &info.gvr.resource, ns, obj)?;
+        }
+        if hooks.is_empty() {
+            return Ok(());
         }
         let name = route
             .name
