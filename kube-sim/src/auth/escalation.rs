@@ -118,6 +118,9 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A missing right before compaction: (apiGroup, resource or URL, resourceName, whether a resource).
+type RightKey = (String, String, String, bool);
+
 fn quoted(items: &[String]) -> String {
     let q: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
     format!("[{}]", q.join(" "))
@@ -129,9 +132,9 @@ fn missing_rights(store: &Store, user: &UserInfo, namespace: &str, rules: &[Valu
     let (grants, _) = rbac::grants(store, user, namespace);
     let held: Vec<&Value> = grants.iter().flat_map(|g| g.rules.iter()).collect();
     let covered = |attrs: &RequestAttributes| held.iter().any(|r| rbac::rule_allows(r, attrs));
-    // (apiGroup, resource or URL, resourceName) -> missing verbs, in rule order.
-    let mut missing: Vec<((String, String, String, bool), Vec<String>)> = Vec::new();
-    let mut note = |key: (String, String, String, bool), verb: &str| match missing.iter_mut().find(|(k, _)| *k == key) {
+    // Missing verbs per right, in rule order.
+    let mut missing: Vec<(RightKey, Vec<String>)> = Vec::new();
+    let mut note = |key: RightKey, verb: &str| match missing.iter_mut().find(|(k, _)| *k == key) {
         Some((_, verbs)) => verbs.push(verb.to_owned()),
         None => missing.push((key, vec![verb.to_owned()])),
     };

@@ -174,7 +174,7 @@ impl TokenIssuer {
         }
         let signing_input_len = token.len() - signature.len() - 1;
         ring::signature::UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, self.key.public_key().as_ref())
-            .verify(token[..signing_input_len].as_bytes(), &decode(signature)?)
+            .verify(&token.as_bytes()[..signing_input_len], &decode(signature)?)
             .map_err(|_| TokenError::Signature)?;
         let claims: Value = serde_json::from_slice(&decode(claims)?).map_err(|_| TokenError::Malformed)?;
         if claims["iss"] != ISSUER {

@@ -81,7 +81,7 @@ fn strings(msg: &[u8], names: &[(u64, &str)], repeated: &[u64]) -> Option<Map<St
     Some(out)
 }
 
-fn sub_message<'a>(msg: &'a [u8], field: u64) -> Option<Option<&'a [u8]>> {
+fn sub_message(msg: &[u8], field: u64) -> Option<Option<&[u8]>> {
     Some(fields(msg)?.into_iter().find_map(|(n, w)| match w {
         Wire::Bytes(b) if n == field => Some(b),
         _ => None,
