@@ -155,88 +155,104 @@ fn as_stored(value: &mut Value, kind: &str, suffixes: &mut dyn SuffixSource) {
     }
 }
 
-/// Reads, strictly parses and validates every document of one input.
+/// Reads, strictly parses and validates every document of one input: `Err` when the input is not YAML,
+/// else one result per document, so a caller can go on past an invalid one.
 pub fn read_documents(
     file: &str,
     text: &str,
     options: &ValidationOptions,
     suffixes: &mut dyn SuffixSource,
-) -> Result<Vec<Document>, InputError> {
+) -> Result<Vec<Result<Document, InputError>>, InputError> {
     let values: Vec<Value> = ray_api::yaml::from_yaml_documents(text).map_err(|e| InputError::Yaml {
         file: file.to_owned(),
         message: e.to_string(),
     })?;
     let mut documents = Vec::new();
-    for (index, mut value) in values.into_iter().enumerate() {
+    for (index, value) in values.into_iter().enumerate() {
         if value.is_null() {
             continue;
         }
-        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let origin = Origin {
-            file: file.to_owned(),
-            index,
-        };
-        let parse_error = |message: String| InputError::Parse {
-            file: file.to_owned(),
-            index,
-            kind: kind.clone(),
-            message,
-        };
-        if api_version != <RayCluster as kube::Resource>::api_version(&()) {
-            documents.push(Document::Skipped { index, kind });
-            continue;
-        }
-        match kind.as_str() {
-            "RayCluster" | "RayJob" | "RayService" => {
-                // Strictness applies to what the user wrote, before the server's defaults.
-                let strict_error = |e: ray_api::strict::StrictParseError| parse_error(e.to_string());
-                let invalid = |name: Option<&String>, e: ray_api::validation::ValidationError| InputError::Invalid {
-                    file: file.to_owned(),
-                    index,
-                    kind: kind.clone(),
-                    name: name.cloned().unwrap_or_default(),
-                    field: e.field,
-                    message: e.message,
-                };
-                let document = match kind.as_str() {
-                    "RayCluster" => {
-                        from_value_strict::<RayCluster>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let cluster: RayCluster = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_cluster(&cluster, options)
-                            .map_err(|e| invalid(cluster.metadata.name.as_ref(), e))?;
-                        Document::Cluster {
-                            origin,
-                            cluster: Box::new(cluster),
-                        }
-                    }
-                    "RayJob" => {
-                        from_value_strict::<RayJob>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let job: RayJob = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_job(&job, options).map_err(|e| invalid(job.metadata.name.as_ref(), e))?;
-                        Document::Job {
-                            origin,
-                            job: Box::new(job),
-                        }
-                    }
-                    _ => {
-                        from_value_strict::<RayService>(value.clone()).map_err(strict_error)?;
-                        as_stored(&mut value, &kind, suffixes);
-                        let service: RayService = from_value_strict(value).map_err(strict_error)?;
-                        validate_ray_service(&service, options)
-                            .map_err(|e| invalid(service.metadata.name.as_ref(), e))?;
-                        Document::Service {
-                            origin,
-                            service: Box::new(service),
-                        }
-                    }
-                };
-                documents.push(document);
-            }
-            _ => documents.push(Document::Skipped { index, kind }),
-        }
+        documents.push(read_document(file, index, value, options, suffixes));
     }
     Ok(documents)
+}
+
+/// Reads, strictly parses and validates document `index` of `file`.
+fn read_document(
+    file: &str,
+    index: usize,
+    value: Value,
+    options: &ValidationOptions,
+    suffixes: &mut dyn SuffixSource,
+) -> Result<Document, InputError> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if api_version != <RayCluster as kube::Resource>::api_version(&()) {
+        return Ok(Document::Skipped { index, kind });
+    }
+    let origin = Origin {
+        file: file.to_owned(),
+        index,
+    };
+    let mut read = Reader {
+        file,
+        index,
+        kind: &kind,
+        suffixes,
+    };
+    match kind.as_str() {
+        "RayCluster" => Ok(Document::Cluster {
+            cluster: Box::new(read.typed(value, |c: &RayCluster| validate_ray_cluster(c, options))?),
+            origin,
+        }),
+        "RayJob" => Ok(Document::Job {
+            job: Box::new(read.typed(value, |j: &RayJob| validate_ray_job(j, options))?),
+            origin,
+        }),
+        "RayService" => Ok(Document::Service {
+            service: Box::new(read.typed(value, |s: &RayService| validate_ray_service(s, options))?),
+            origin,
+        }),
+        _ => Ok(Document::Skipped { index, kind }),
+    }
+}
+
+/// Reads one document of a known kind: strictly, then as stored (defaults, generated names), then
+/// validated.
+struct Reader<'a> {
+    file: &'a str,
+    index: usize,
+    kind: &'a str,
+    suffixes: &'a mut dyn SuffixSource,
+}
+
+impl Reader<'_> {
+    fn typed<K>(
+        &mut self,
+        mut value: Value,
+        validate: impl Fn(&K) -> Result<(), ray_api::validation::ValidationError>,
+    ) -> Result<K, InputError>
+    where
+        K: serde::de::DeserializeOwned + kube::Resource,
+    {
+        let parse_error = |e: ray_api::strict::StrictParseError| InputError::Parse {
+            file: self.file.to_owned(),
+            index: self.index,
+            kind: self.kind.to_owned(),
+            message: e.to_string(),
+        };
+        // Strictness applies to what the user wrote, before the server's defaults.
+        from_value_strict::<K>(value.clone()).map_err(parse_error)?;
+        as_stored(&mut value, self.kind, self.suffixes);
+        let resource: K = from_value_strict(value).map_err(parse_error)?;
+        validate(&resource).map_err(|e| InputError::Invalid {
+            file: self.file.to_owned(),
+            index: self.index,
+            kind: self.kind.to_owned(),
+            name: resource.meta().name.clone().unwrap_or_default(),
+            field: e.field,
+            message: e.message,
+        })?;
+        Ok(resource)
+    }
 }

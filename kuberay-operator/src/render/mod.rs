@@ -68,6 +68,10 @@ pub struct RenderArgs {
     /// Seed of the random name suffixes (RayJob / RayService clusters, multi-host replicas).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Go on past an invalid document: refuse each one on stderr, render the others, and exit 2 if any
+    /// was refused.
+    #[arg(long = "keep-going")]
+    keep_going: bool,
     /// Render as the operator would on OpenShift: `enableIngress` gives a Route instead of an Ingress
     /// (unless `USE_INGRESS_ON_OPENSHIFT=true` in the environment, as for the operator).
     #[arg(long)]
@@ -114,31 +118,68 @@ impl RenderSettings {
     }
 }
 
-/// Renders every document of every named input; `Err` carries the first invalid document.
+/// What a rendering produced: the objects of the documents that rendered and the refusals.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// The objects, in creation order.
+    pub items: Vec<Value>,
+    /// Why documents were refused, in input order; without `keep_going` at most one, and `items` is
+    /// then incomplete.
+    pub refused: Vec<InputError>,
+}
+
+/// Renders every document of every named input. Without `keep_going` the first invalid document ends
+/// the rendering; with it, each invalid document is refused on its own and the others still render.
 pub fn render_sources(
     sources: &[(String, String)],
     settings: &mut RenderSettings,
     skipped: &mut Vec<String>,
-) -> Result<Vec<Value>, InputError> {
-    let mut items = Vec::new();
+    keep_going: bool,
+) -> Rendered {
+    let mut rendered = Rendered::default();
+    let options = settings.podgen.feature_gates.validation_options();
     for (name, text) in sources {
-        let options = settings.podgen.feature_gates.validation_options();
-        for document in input::read_documents(name, text, &options, &mut settings.suffixes)? {
-            match document {
-                input::Document::Cluster { origin, cluster } => {
-                    items.extend(cluster::render_cluster(&origin, &cluster, settings)?)
+        let documents = match input::read_documents(name, text, &options, &mut settings.suffixes) {
+            Ok(documents) => documents,
+            Err(e) => {
+                rendered.refused.push(e);
+                if keep_going {
+                    continue;
                 }
-                input::Document::Job { origin, job } => items.extend(job::render_job(&origin, &job, settings)?),
-                input::Document::Service { origin, service } => {
-                    items.extend(service::render_service(&origin, &service, settings)?)
-                }
-                input::Document::Skipped { index, kind } => {
-                    skipped.push(format!("{name}: document {index}: skipping kind {kind:?}"))
+                return rendered;
+            }
+        };
+        for document in documents {
+            match document.and_then(|document| render_document(document, settings, skipped, name)) {
+                Ok(items) => rendered.items.extend(items),
+                Err(e) => {
+                    rendered.refused.push(e);
+                    if !keep_going {
+                        return rendered;
+                    }
                 }
             }
         }
     }
-    Ok(items)
+    rendered
+}
+
+/// The objects of one valid document (none for a kind `render` skips, which it notes in `skipped`).
+fn render_document(
+    document: input::Document,
+    settings: &mut RenderSettings,
+    skipped: &mut Vec<String>,
+    source: &str,
+) -> Result<Vec<Value>, InputError> {
+    match document {
+        input::Document::Cluster { origin, cluster } => cluster::render_cluster(&origin, &cluster, settings),
+        input::Document::Job { origin, job } => job::render_job(&origin, &job, settings),
+        input::Document::Service { origin, service } => service::render_service(&origin, &service, settings),
+        input::Document::Skipped { index, kind } => {
+            skipped.push(format!("{source}: document {index}: skipping kind {kind:?}"));
+            Ok(Vec::new())
+        }
+    }
 }
 
 /// The `v1/List` wrapping the rendered objects.
@@ -146,7 +187,8 @@ pub fn as_list(items: Vec<Value>) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
-/// Runs `render`: exit code 0 on success, 2 on invalid input (message on stderr, nothing on stdout).
+/// Runs `render`: exit code 0 on success, 2 on invalid input (messages on stderr; nothing on stdout
+/// unless `--keep-going`, which prints the documents that did render).
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     if args.webhook_config {
         return print_webhook_config(&args);
@@ -167,19 +209,21 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         sources.push((file.clone(), text));
     }
     let mut skipped = Vec::new();
-    let result = render_sources(&sources, &mut settings, &mut skipped);
+    let rendered = render_sources(&sources, &mut settings, &mut skipped, args.keep_going);
     for line in skipped.iter().chain(&settings.notes) {
         eprintln!("{line}");
     }
-    let items = match result {
-        Ok(items) => items,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    print(&as_list(items), args.output)?;
-    Ok(ExitCode::SUCCESS)
+    for refusal in &rendered.refused {
+        eprintln!("error: {refusal}");
+    }
+    if rendered.refused.is_empty() || args.keep_going {
+        print(&as_list(rendered.items), args.output)?;
+    }
+    Ok(if rendered.refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 /// `render --webhook-config`: KubeRay's ValidatingWebhookConfiguration for a Service or a URL.
@@ -228,13 +272,14 @@ mod tests {
             let text = std::fs::read_to_string(path).unwrap();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             let mut settings = RenderSettings::new(&BTreeMap::new(), "", "", 0).unwrap();
-            match render_sources(&[(name.clone(), text)], &mut settings, &mut Vec::new()) {
-                Ok(items) => {
+            let result = render_sources(&[(name.clone(), text)], &mut settings, &mut Vec::new(), false);
+            match result.refused.first() {
+                None => {
                     rendered += 1;
-                    objects += items.len();
+                    objects += result.items.len();
                 }
-                Err(e @ InputError::Invalid { .. }) => refused.push(e.to_string()),
-                Err(other) => panic!("{name}: not a validation refusal: {other}"),
+                Some(e @ InputError::Invalid { .. }) => refused.push(e.to_string()),
+                Some(other) => panic!("{name}: not a validation refusal: {other}"),
             }
         }
         println!(
@@ -248,5 +293,26 @@ mod tests {
         assert!(files.len() > 80, "expected KubeRay's ~94 sample files");
         // Only alpha-gated samples may be refused (they say so in their comments).
         assert!(refused.len() <= 10, "{} refusals", refused.len());
+    }
+
+    /// `--keep-going`: an invalid document in the middle is refused on its own, naming its index, and the
+    /// documents around it still render; without it the rendering stops at the refusal.
+    #[test]
+    fn keep_going_refuses_only_the_invalid_document() {
+        let sample = kuberay_reference::sample_text("ray-cluster.sample.yaml");
+        let broken = sample.replace("rayStartParams: {}", "rayStartParams: 7");
+        assert_ne!(broken, sample, "the sample changed; pick another field to break");
+        let text = format!("{sample}\n---\n{broken}\n---\n{sample}");
+        let sources = [("three.yaml".to_owned(), text)];
+        let mut settings = RenderSettings::new(&BTreeMap::new(), "", "", 0).unwrap();
+        let all = render_sources(&sources, &mut settings, &mut Vec::new(), true);
+        assert_eq!(all.refused.len(), 1, "{:?}", all.refused);
+        let message = all.refused[0].to_string();
+        assert!(message.starts_with("three.yaml: document 1 (RayCluster)"), "{message}");
+        let mut settings = RenderSettings::new(&BTreeMap::new(), "", "", 0).unwrap();
+        let first_only = render_sources(&sources, &mut settings, &mut Vec::new(), false);
+        assert_eq!(first_only.refused.len(), 1);
+        assert_eq!(all.items.len(), 2 * first_only.items.len());
+        assert!(!first_only.items.is_empty());
     }
 }
