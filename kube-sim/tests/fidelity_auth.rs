@@ -49,6 +49,13 @@ async fn call(client: &kube::Client, method: &str, path: &str, body: Option<Valu
     }
 }
 
+/// The `userInfo` of a `SelfSubjectReview` (`kubectl auth whoami`) by `client`.
+async fn whoami(client: &kube::Client) -> Value {
+    let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let review = call(client, "POST", path, Some(json!({}))).await.unwrap();
+    review["status"]["userInfo"].clone()
+}
+
 /// A client with bearer `token` (no token at all for `None`).
 async fn client_with(sim: &SimHandle, token: Option<&str>) -> kube::Client {
     let mut config = sim.client_config();
@@ -87,13 +94,25 @@ async fn apply(sim: &SimHandle, path: &str, obj: Value) {
     call(&sim.client(), "POST", path, Some(obj)).await.unwrap();
 }
 
-fn role_binding(name: &str, role_kind: &str, role: &str, sa: &str) -> Value {
+fn role_binding(name: &str, role_kind: &str, role: &str) -> Value {
     json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
-        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "default"}]})
+        "subjects": [{"kind": "ServiceAccount", "name": "x", "namespace": "default"}]})
 }
 
 const ROLE_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+const ROLES: &str = ROLES;
+
+/// Role `name` in `default` with `rules`.
+fn role(name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name}, "rules": rules})
+}
+
+/// Binds `role_kind/role` to ServiceAccount `x` (RoleBinding `name` in `default`) as `client`.
+async fn bind_x(client: &kube::Client, name: &str, role_kind: &str, role: &str) -> Result<Value, Box<Status>> {
+    let binding = role_binding(name, role_kind, role);
+    call(client, "POST", ROLE_BINDINGS, Some(binding)).await
+}
 
 #[tokio::test]
 async fn missing_garbled_and_expired_credentials_get_401_unauthorized() {
@@ -211,19 +230,16 @@ async fn role_binding_grants_the_role_in_its_namespace_only() {
     let sa = client_with(&sim, Some(&service_account_token(&sim, "x").await)).await;
     apply(
         &sim,
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]}),
+        ROLES,
+        role(
+            "pod-reader",
+            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]),
+        ),
     )
     .await;
     let pods = "/api/v1/namespaces/default/pods";
     assert_eq!(call(&sa, "GET", pods, None).await.unwrap_err().code, 403);
-    apply(
-        &sim,
-        ROLE_BINDINGS,
-        role_binding("read-pods", "Role", "pod-reader", "x"),
-    )
-    .await;
+    bind_x(&sim.client(), "read-pods", "Role", "pod-reader").await.unwrap();
     assert_eq!(call(&sa, "GET", pods, None).await.unwrap()["kind"], "PodList");
     assert_eq!(
         call(&sa, "GET", "/api/v1/namespaces/kube-system/pods", None)
@@ -247,7 +263,7 @@ async fn role_binding_grants_the_role_in_its_namespace_only() {
 async fn binding_to_a_missing_role_grants_nothing_and_names_it() {
     let sim = sim().await;
     let sa = client_with(&sim, Some(&service_account_token(&sim, "x").await)).await;
-    apply(&sim, ROLE_BINDINGS, role_binding("dangling", "Role", "ghost", "x")).await;
+    bind_x(&sim.client(), "dangling", "Role", "ghost").await.unwrap();
     let e = call(&sa, "GET", "/api/v1/namespaces/default/configmaps", None)
         .await
         .unwrap_err();
@@ -257,9 +273,11 @@ async fn binding_to_a_missing_role_grants_nothing_and_names_it() {
     );
     apply(
         &sim,
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "ghost"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}),
+        ROLES,
+        role(
+            "ghost",
+            json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]),
+        ),
     )
     .await;
     assert!(
@@ -301,12 +319,7 @@ async fn default_roles_aggregate_labelled_cluster_roles() {
     )
     .await;
     let sa = client_with(&sim, Some(&service_account_token(&sim, "x").await)).await;
-    apply(
-        &sim,
-        ROLE_BINDINGS,
-        role_binding("x-admin", "ClusterRole", "admin", "x"),
-    )
-    .await;
+    bind_x(&sim.client(), "x-admin", "ClusterRole", "admin").await.unwrap();
     // admin aggregates edit, which aggregates view, which aggregates the new role.
     let ssar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "group": "ray.io", "resource": "rayclusters"}}});
@@ -356,16 +369,9 @@ async fn impersonation_needs_the_impersonate_verb() {
     let mut config = sim.client_config();
     config.auth_info.impersonate = Some("system:serviceaccount:default:x".into());
     let admin_as_sa = kube::Client::try_from(config).unwrap();
-    let who = call(
-        &admin_as_sa,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        Some(json!({})),
-    )
-    .await
-    .unwrap();
+    let who = whoami(&admin_as_sa).await;
     assert_eq!(
-        who["status"]["userInfo"],
+        who,
         json!({"username": "system:serviceaccount:default:x",
             "groups": ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]})
     );
@@ -382,16 +388,9 @@ async fn impersonation_needs_the_impersonate_verb() {
 async fn whoami_and_access_reviews_answer_for_the_caller() {
     let sim = sim().await;
     let admin = sim.client();
-    let who = call(
-        &admin,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        Some(json!({})),
-    )
-    .await
-    .unwrap();
+    let who = whoami(&admin).await;
     assert_eq!(
-        who["status"]["userInfo"],
+        who,
         json!({"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]})
     );
     let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
@@ -476,22 +475,9 @@ async fn pod_projected_token_authenticates_as_the_pod_service_account_until_the_
         .pod_projected_token("default", "p", &[], Duration::from_secs(3600))
         .unwrap();
     let client = client_with(&sim, Some(&token)).await;
-    let who = call(
-        &client,
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        Some(json!({})),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        who["status"]["userInfo"]["username"],
-        "system:serviceaccount:default:default"
-    );
-    assert_eq!(
-        who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-name"],
-        json!(["p"])
-    );
+    let who = whoami(&client).await;
+    assert_eq!(who["username"], "system:serviceaccount:default:default");
+    assert_eq!(who["extra"]["authentication.kubernetes.io/pod-name"], json!(["p"]));
     call(
         &sim.client(),
         "DELETE",
@@ -580,18 +566,14 @@ async fn rbac_writer(sim: &SimHandle) -> kube::Client {
     let token = service_account_token(sim, "x").await;
     apply(
         sim,
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "rbac-writer"},
-            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+        ROLES,
+        role("rbac-writer", json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])),
     )
     .await;
-    apply(
-        sim,
-        ROLE_BINDINGS,
-        role_binding("x-writes-rbac", "Role", "rbac-writer", "x"),
-    )
-    .await;
+    bind_x(&sim.client(), "x-writes-rbac", "Role", "rbac-writer")
+        .await
+        .unwrap();
     client_with(sim, Some(&token)).await
 }
 
@@ -599,19 +581,21 @@ async fn rbac_writer(sim: &SimHandle) -> kube::Client {
 async fn creating_a_role_with_rights_not_held_is_forbidden_as_escalation() {
     let sim = sim().await;
     let sa = rbac_writer(&sim).await;
-    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
-    let role = |name: &str, verbs: Value| {
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]})
+    let roles = ROLES;
+    let pod_role = |name: &str, verbs: Value| {
+        role(
+            name,
+            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]),
+        )
     };
-    call(&sa, "POST", roles, Some(role("held", json!(["get"]))))
+    call(&sa, "POST", roles, Some(pod_role("held", json!(["get"]))))
         .await
         .expect("rights the user holds may be granted");
     let e = call(
         &sa,
         "POST",
         roles,
-        Some(role("too-much", json!(["get", "delete", "list"]))),
+        Some(pod_role("too-much", json!(["get", "delete", "list"]))),
     )
     .await
     .unwrap_err();
@@ -635,55 +619,26 @@ async fn creating_a_role_with_rights_not_held_is_forbidden_as_escalation() {
 async fn binding_a_role_needs_its_rights_or_the_bind_verb() {
     let sim = sim().await;
     let sa = rbac_writer(&sim).await;
-    let e = call(
-        &sa,
-        "POST",
-        ROLE_BINDINGS,
-        Some(role_binding("x-edit", "ClusterRole", "edit", "x")),
-    )
-    .await
-    .unwrap_err();
+    let e = bind_x(&sa, "x-edit", "ClusterRole", "edit").await.unwrap_err();
     assert_eq!(e.code, 403);
     assert!(
         e.message.starts_with("rolebindings.rbac.authorization.k8s.io \"x-edit\" is forbidden: user \"system:serviceaccount:default:x\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"bindings\"], Verbs:[\"get\" \"list\" \"watch\"]}\n"),
         "{}",
         e.message
     );
-    let e = call(
-        &sa,
-        "POST",
-        ROLE_BINDINGS,
-        Some(role_binding("x-ghost", "Role", "ghost", "x")),
-    )
-    .await
-    .unwrap_err();
+    let e = bind_x(&sa, "x-ghost", "Role", "ghost").await.unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         (404, r#"role.rbac.authorization.k8s.io "ghost" not found"#)
     );
     // Rights the user holds may be bound; so may any role it has `bind` on.
-    call(
-        &sa,
-        "POST",
-        ROLE_BINDINGS,
-        Some(role_binding("x-writer-again", "Role", "rbac-writer", "x")),
-    )
-    .await
-    .unwrap();
+    bind_x(&sa, "x-writer-again", "Role", "rbac-writer").await.unwrap();
     apply(
         &sim,
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "binder"},
-            "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["edit"]}]}),
+        ROLES,
+        role("binder", json!([{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["edit"]}])),
     )
     .await;
-    apply(&sim, ROLE_BINDINGS, role_binding("x-binds-edit", "Role", "binder", "x")).await;
-    call(
-        &sa,
-        "POST",
-        ROLE_BINDINGS,
-        Some(role_binding("x-edit", "ClusterRole", "edit", "x")),
-    )
-    .await
-    .unwrap();
+    bind_x(&sim.client(), "x-binds-edit", "Role", "binder").await.unwrap();
+    bind_x(&sa, "x-edit", "ClusterRole", "edit").await.unwrap();
 }

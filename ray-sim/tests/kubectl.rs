@@ -51,6 +51,13 @@ impl Kubectl {
         out
     }
 
+    /// Writes `yaml` to `file` in the test directory and `kubectl apply`s it; returns stdout.
+    fn apply_manifest(&self, file: &str, yaml: &str) -> String {
+        let path = self.dir.join(file);
+        std::fs::write(&path, yaml).unwrap();
+        self.ok(&["apply", "-f", path.to_str().unwrap()])
+    }
+
     /// Runs kubectl, asserts success and an empty stderr, returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
@@ -274,14 +281,11 @@ fn kubectl_identity_and_rbac_against_kube_sim_serve() {
         "ATTRIBUTE   VALUE\nUsername    kubernetes-admin\nGroups      [system:masters system:authenticated]\n"
     );
     // `kubectl create serviceaccount|role|rolebinding` post protobuf bodies; apply posts JSON.
-    let manifests = dir.join("rbac.yaml");
-    std::fs::write(
-        &manifests,
-        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ci\n",
-    )
-    .unwrap();
     assert_eq!(
-        admin.ok(&["apply", "-f", manifests.to_str().unwrap()]),
+        admin.apply_manifest(
+            "sa.yaml",
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ci\n"
+        ),
         "serviceaccount/ci created\n"
     );
     let token = admin.ok(&["create", "token", "ci", "--duration=10m"]);
@@ -327,13 +331,12 @@ fn kubectl_identity_and_rbac_against_kube_sim_serve() {
         (Some(1), "no\n")
     );
 
-    std::fs::write(
-        &manifests,
+    let rbac = admin.apply_manifest(
+        "rbac.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: pod-reader\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: ci-reads-pods\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: pod-reader\nsubjects:\n- kind: ServiceAccount\n  name: ci\n  namespace: default\n",
-    )
-    .unwrap();
+    );
     assert_eq!(
-        admin.ok(&["apply", "-f", manifests.to_str().unwrap()]),
+        rbac,
         "role.rbac.authorization.k8s.io/pod-reader created\nrolebinding.rbac.authorization.k8s.io/ci-reads-pods created\n"
     );
     let allowed = ci.run(&["get", "pods"]);

@@ -173,12 +173,14 @@ impl Auth {
         self.static_tokens.write().insert(token.to_owned(), user);
     }
 
-    /// Registers a fresh random static token for `user` and returns it.
+    /// Registers a fresh static token (128 bits from the system's CSPRNG, hex) for `user` and returns it.
     pub fn mint_static_token(&self, user: UserInfo) -> String {
-        let mut rng = fastrand::Rng::new();
-        let token: String = (0..32)
-            .map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0'))
-            .collect();
+        use ring::rand::SecureRandom as _;
+        let mut bytes = [0u8; 16];
+        if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+            fastrand::fill(&mut bytes);
+        }
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         self.add_static_token(&token, user);
         token
     }
