@@ -101,7 +101,7 @@ fn role_binding(name: &str, role_kind: &str, role: &str) -> Value {
 }
 
 const ROLE_BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
-const ROLES: &str = ROLES;
+const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
 
 /// Role `name` in `default` with `rules`.
 fn role(name: &str, rules: Value) -> Value {
