@@ -137,6 +137,49 @@ pub fn format_secs(duration: Duration) -> String {
     }
 }
 
+/// `whole.fraction` of `value / unit` with the fraction's trailing zeros dropped (`1.5`, `2`), as Go prints
+/// duration components.
+fn decimal(value: u64, unit: u64) -> String {
+    let (whole, mut fraction) = (value / unit, value % unit);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let mut digits = unit.ilog10() as usize;
+    while fraction % 10 == 0 {
+        fraction /= 10;
+        digits -= 1;
+    }
+    format!("{whole}.{fraction:0digits$}")
+}
+
+/// Go's `Duration.String()` of `nanos` signed nanoseconds: `1h2m3.5s`, `1m30s`, `150ms`, `1.5µs`, `0s`.
+pub fn format_nanos(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    let body = if n < 1_000 {
+        format!("{n}ns")
+    } else if n < 1_000_000 {
+        format!("{}µs", decimal(n, 1_000))
+    } else if n < 1_000_000_000 {
+        format!("{}ms", decimal(n, 1_000_000))
+    } else {
+        let secs = n / 1_000_000_000;
+        let seconds = decimal(n % 60_000_000_000, 1_000_000_000);
+        let (h, m) = (secs / 3600, (secs % 3600) / 60);
+        if h > 0 {
+            format!("{h}h{m}m{seconds}s")
+        } else if m > 0 {
+            format!("{m}m{seconds}s")
+        } else {
+            format!("{seconds}s")
+        }
+    };
+    format!("{sign}{body}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +201,25 @@ mod tests {
             assert_eq!(parse_nanos(text), Ok(nanos), "{text}");
         }
         assert!(parse_nanos("2562047h47m16.854775808s").is_err());
+    }
+
+    #[test]
+    fn go_duration_strings() {
+        for (nanos, text) in [
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (150_000_000, "150ms"),
+            (1_000_000_000, "1s"),
+            (90_000_000_000, "1m30s"),
+            (3_723_500_000_000, "1h2m3.5s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (-5_000_000_000, "-5s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+        ] {
+            assert_eq!(format_nanos(nanos), text, "{nanos}");
+            assert_eq!(parse_nanos(text), Ok(nanos), "{text}");
+        }
     }
 
     #[test]

@@ -145,6 +145,8 @@ pub struct ResourceInfo {
     pub custom: bool,
     /// Short names for discovery (`po`).
     pub short_names: Vec<String>,
+    /// Discovery categories (`all`, so that `kubectl get all` lists the resource).
+    pub categories: Vec<String>,
 }
 
 impl ResourceInfo {
@@ -274,6 +276,35 @@ fn builtin_table() -> Vec<Builtin> {
         rbac("clusterroles", "ClusterRole", false),
         rbac("clusterrolebindings", "ClusterRoleBinding", false),
         b("batch", "v1", "jobs", "Job", true, true, G::Spec),
+        // Kinds kubectl has generators for (`create quota|priorityclass|poddisruptionbudget`): stored, no controller.
+        Builtin {
+            short: &["quota"],
+            ..b("", "v1", "resourcequotas", "ResourceQuota", true, true, G::None)
+        },
+        Builtin {
+            short: &["pc"],
+            ..b(
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                false,
+                G::None,
+            )
+        },
+        Builtin {
+            short: &["pdb"],
+            ..b(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                true,
+                G::Spec,
+            )
+        },
         Builtin {
             short: &["ing"],
             ..b("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, G::Spec)
@@ -320,6 +351,30 @@ fn builtin_table() -> Vec<Builtin> {
     ]
 }
 
+/// The built-in resources kube-apiserver puts in the `all` category, by group and plural (listed whether or not
+/// kube-sim serves them yet).
+const CATEGORY_ALL: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "services"),
+    ("", "replicationcontrollers"),
+    ("apps", "daemonsets"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+    ("autoscaling", "horizontalpodautoscalers"),
+];
+
+/// The discovery categories of a built-in resource.
+fn builtin_categories(group: &str, plural: &str) -> Vec<String> {
+    if CATEGORY_ALL.contains(&(group, plural)) {
+        vec!["all".to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn rbac(plural: &'static str, kind: &'static str, namespaced: bool) -> Builtin {
     Builtin {
         create_on_update: true,
@@ -356,6 +411,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             default_orphan: t.group == "batch" && t.plural == "jobs",
             custom: false,
             short_names: t.short.iter().map(|s| s.to_string()).collect(),
+            categories: builtin_categories(t.group, t.plural),
         })
         .collect()
 }
@@ -376,6 +432,10 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
         .unwrap_or_else(|| kind.to_lowercase());
     let namespaced = spec["scope"].as_str() != Some("Cluster");
     let short_names: Vec<String> = names["shortNames"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let categories: Vec<String> = names["categories"]
         .as_array()
         .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
@@ -408,6 +468,7 @@ pub fn resources_from_crd(crd: &serde_json::Value) -> Vec<ResourceInfo> {
                 default_orphan: false,
                 custom: true,
                 short_names: short_names.clone(),
+                categories: categories.clone(),
             })
         })
         .collect()

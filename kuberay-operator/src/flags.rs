@@ -61,6 +61,9 @@ pub struct Flags {
     /// `--webhook-cert-dir`: directory with the webhook server's `tls.crt` and `tls.key`; KubeRay has no
     /// flag and uses controller-runtime's `/tmp/k8s-webhook-server/serving-certs`.
     pub webhook_cert_dir: String,
+    /// `--max-unscheduled-worker-pods`: stop creating a RayCluster's workers while this many of them wait
+    /// for a node (0: no limit, as KubeRay; ignored with a batch scheduler); not a KubeRay flag.
+    pub max_unscheduled_worker_pods: i64,
 }
 
 impl Default for Flags {
@@ -91,6 +94,8 @@ impl Default for Flags {
             zap_time_encoding: String::new(),
             webhook_port: i64::from(ray_api::constants::DEFAULT_WEBHOOK_PORT),
             webhook_cert_dir: ray_api::constants::DEFAULT_WEBHOOK_CERT_DIR.into(),
+            max_unscheduled_worker_pods: i64::try_from(ray_reconcile::config::DEFAULT_MAX_UNSCHEDULED_WORKERS)
+                .unwrap_or(i64::MAX),
         }
     }
 }
@@ -247,6 +252,12 @@ const FLAGS: &[(&str, Kind, &str)] = &[
         Kind::Str,
         "Directory with the webhook server's tls.crt and tls.key; not a KubeRay flag.",
     ),
+    (
+        "max-unscheduled-worker-pods",
+        Kind::Int,
+        "Stop creating a RayCluster's worker Pods while this many wait for a node (0: no limit; ignored with a \
+         batch scheduler); not a KubeRay flag.",
+    ),
 ];
 
 /// The usage text printed for `-h`.
@@ -341,6 +352,12 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
             let v = go_strconv::parse_int(value).map_err(|_| invalid("parse error"))?;
             match name {
                 "reconcile-concurrency" => flags.reconcile_concurrency = v,
+                "max-unscheduled-worker-pods" => {
+                    if v < 0 {
+                        return Err(invalid("must not be negative"));
+                    }
+                    flags.max_unscheduled_worker_pods = v;
+                }
                 "webhook-port" => {
                     if !(1..=i64::from(u16::MAX)).contains(&v) {
                         return Err(invalid("port out of range"));

@@ -163,6 +163,11 @@ fn reconcile_settings(
     })?;
     let mut reconcile = ReconcileConfig::from_env(gates, |k| env.get(k).cloned());
     reconcile.batch_scheduler = flags.batch_scheduler.clone();
+    // Gang scheduling places none of a group's pods until all exist, so it gets no limit.
+    let gang = scheduler != ray_gang::scheduler::BatchScheduler::Default;
+    reconcile.max_unscheduled_workers = usize::try_from(flags.max_unscheduled_worker_pods)
+        .ok()
+        .filter(|limit| *limit > 0 && !gang);
     Ok((
         reconcile,
         PodGenSettings {

@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 
 mod common;
 use common::{Operator, SimEnv, free_port, http_get_response, resident_memory_bytes};
+use ray_reconcile::config::DEFAULT_MAX_UNSCHEDULED_WORKERS;
+use ray_reconcile::raycluster::plan::MAX_WORKER_CREATES_PER_PASS;
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(90);
@@ -37,7 +39,8 @@ const ONE_MIB: usize = 1 << 20;
 /// The operator's resident memory may not exceed this while the extreme resources exist.
 const RSS_BOUND_BYTES: f64 = 512.0 * 1024.0 * 1024.0;
 /// Mean API requests per second the operator may send after the warm-up. Nearly all of them are pod creates
-/// for the two clusters that still miss workers (each pass creates at most 200).
+/// for the two clusters that still miss workers (each pass creates at most 200) until each has 1,000 pods
+/// waiting for a node (`--max-unscheduled-worker-pods`), then hardly any.
 const REQUEST_RATE_BOUND: f64 = 400.0;
 /// Mean requests per second over the whole window other than pod creates: no hot loop of reads, status
 /// writes, retries or events.
@@ -282,8 +285,8 @@ async fn extreme_values_keep_memory_and_request_rate_bounded() {
     // The ordinary cluster is unaffected.
     assert_eq!(state(&env.client, "ordinary").await, "ready");
 
-    // 2,147,483,647 replicas: created as KubeRay would, a slice per pass; the pods beyond the nodes' capacity
-    // stay Pending. The desired count in the status is KubeRay's.
+    // 2,147,483,647 replicas: created a slice per pass; the pods beyond the nodes' capacity stay Pending
+    // until 1,000 wait for a node. The desired count in the status is KubeRay's.
     let huge_pods = pods_of(&env.client, HUGE).await;
     let huge_status = serde_json::to_value(clusters.get(HUGE).await.unwrap().status).unwrap();
     println!(
@@ -293,6 +296,52 @@ async fn extreme_values_keep_memory_and_request_rate_bounded() {
     );
     assert!(huge_pods.len() > 1, "{HUGE} makes progress");
     assert_eq!(huge_status["desiredWorkerReplicas"], json!(i32::MAX));
+    // Creation stops once the limit's worth of a cluster's workers wait for a node: the pods that fit
+    // plus at most the limit (and one pass's slice), then a Warning, and no further creates.
+    let ceiling = NODES * PODS_PER_NODE as usize + DEFAULT_MAX_UNSCHEDULED_WORKERS + MAX_WORKER_CREATES_PER_PASS;
+    for cluster in [HUGE, MANY] {
+        let pods = pods_of(&env.client, cluster).await.len();
+        assert!(pods <= ceiling, "{cluster}: {pods} pods, over {ceiling}");
+    }
+    let waiting = |cluster: &str, events: &[Event]| {
+        events
+            .iter()
+            .find(|e| regarding(e) == cluster && e.reason.as_deref() == Some("WaitingForNodes"))
+            .and_then(|e| e.note.clone())
+    };
+    for cluster in [HUGE, MANY] {
+        let note = wait_for(&format!("{cluster}: a WaitingForNodes event"), || async {
+            waiting(cluster, &events(&env.client).await)
+        })
+        .await;
+        println!("{cluster}: {note}");
+        assert!(note.contains("--max-unscheduled-worker-pods=1000"), "{note}");
+    }
+    let counts = || async {
+        (
+            pods_of(&env.client, HUGE).await.len(),
+            pods_of(&env.client, MANY).await.len(),
+        )
+    };
+    let before = counts().await;
+    let requests_before = env.sim.request_log().len();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after_limit = env.sim.request_log().len() - requests_before;
+    assert_eq!(
+        counts().await,
+        before,
+        "pods are still being created after the limit was reached"
+    );
+    let rss_at_limit = rss(metrics_port).await.expect("the operator stays alive");
+    println!(
+        "at the limit: pods (huge, many) {before:?}, {after_limit} operator requests in 3 s, RSS {:.1} MiB",
+        mib(rss_at_limit)
+    );
+    assert!(after_limit < 30, "{after_limit} requests in 3 s at the limit");
+    assert!(
+        before.0 <= ceiling && before.1 <= ceiling,
+        "{before:?} pods, over {ceiling}"
+    );
 
     // 5,000 worker groups: reconciled, every group counted.
     let many_pods = pods_of(&env.client, MANY).await;

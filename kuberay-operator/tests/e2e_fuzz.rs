@@ -25,7 +25,7 @@ use common::{Operator, SimEnv, free_port, http_get};
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(90);
 /// Mutated documents stored per kind.
-const PER_KIND: usize = 30;
+const PER_KIND: usize = 100;
 
 fn dynamic_api(client: &Client, kind: &str) -> Api<DynamicObject> {
     let plural = format!("{}s", kind.to_lowercase());

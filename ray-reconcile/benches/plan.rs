@@ -48,6 +48,7 @@ fn running_pod(name: String, role: PodRole, group: &str) -> Arc<PodInfo> {
             ..ReadyCondition::default()
         }),
         container_problem: None,
+        awaiting_node: false,
     })
 }
 

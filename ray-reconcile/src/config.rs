@@ -28,7 +28,16 @@ pub struct ReconcileConfig {
     pub use_openshift_route: bool,
     /// cert-manager's `cert-manager.io/v1` API was discovered at start-up (the mTLS path needs it).
     pub cert_manager_available: bool,
+    /// Most worker pods of one RayCluster that may wait for a node before the operator stops creating
+    /// more (`--max-unscheduled-worker-pods`; `None`: no limit, as KubeRay). The binary sets `None` with a
+    /// batch scheduler, whose gang scheduling places no pod of a group until all of them exist.
+    pub max_unscheduled_workers: Option<usize>,
 }
+
+/// Default of [`ReconcileConfig::max_unscheduled_workers`]: far above any real scale-up's backlog of a
+/// cluster that can run (Ray clusters reach a few thousand nodes), low enough that a `replicas` typo
+/// such as 2,000,000 costs a thousand Pending pods, not an unbounded flood of them.
+pub const DEFAULT_MAX_UNSCHEDULED_WORKERS: usize = 1000;
 
 impl Default for ReconcileConfig {
     fn default() -> Self {
@@ -40,6 +49,7 @@ impl Default for ReconcileConfig {
             batch_scheduler: String::new(),
             use_openshift_route: false,
             cert_manager_available: false,
+            max_unscheduled_workers: Some(DEFAULT_MAX_UNSCHEDULED_WORKERS),
         }
     }
 }
@@ -64,6 +74,7 @@ impl ReconcileConfig {
             batch_scheduler: String::new(),
             use_openshift_route: false,
             cert_manager_available: false,
+            max_unscheduled_workers: Some(DEFAULT_MAX_UNSCHEDULED_WORKERS),
         }
     }
 }

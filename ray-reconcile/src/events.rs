@@ -131,4 +131,7 @@ pub mod reason {
     pub const CREATED_PVC: &str = "CreatedPVC";
     /// GCS storage PVC creation failed, a user claim is missing, or the claim drifted.
     pub const FAILED_TO_CREATE_PVC: &str = "FailedToCreatePVC";
+    /// Worker creation paused: as many of the cluster's worker pods as the limit allows wait for a node
+    /// (ours; KubeRay has no such limit).
+    pub const WAITING_FOR_NODES: &str = "WaitingForNodes";
 }

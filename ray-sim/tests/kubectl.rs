@@ -58,6 +58,11 @@ impl Kubectl {
         self.ok(&["apply", "-f", path.to_str().unwrap()])
     }
 
+    /// [`Kubectl::ok`] with owned arguments.
+    fn ok_args(&self, args: &[String]) -> String {
+        self.ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
     /// Runs kubectl, asserts success and an empty stderr, returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
@@ -102,13 +107,8 @@ fn start_server(dir: &Path) -> (Server, PathBuf) {
     (server, kubeconfig)
 }
 
-#[test]
-fn kubectl_against_kube_sim_serve() {
-    if !kubectl_available() {
-        eprintln!("\n\n!!!!! SKIPPING kubectl_against_kube_sim_serve: `kubectl` is not on PATH !!!!!\n\n");
-        return;
-    }
-    let started = Instant::now();
+/// `kube-sim serve` with its kubeconfig in a fresh private directory, and a kubectl for it.
+fn serve_in_private_dir() -> (Server, Kubectl) {
     let dir = std::env::temp_dir().join(format!(
         "kube-sim-kubectl-{}-{}",
         std::process::id(),
@@ -118,11 +118,19 @@ fn kubectl_against_kube_sim_serve() {
             .as_nanos()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let (_server, kubeconfig) = start_server(&dir);
-    let k = Kubectl {
-        dir: dir.clone(),
-        kubeconfig,
-    };
+    let (server, kubeconfig) = start_server(&dir);
+    (server, Kubectl { dir, kubeconfig })
+}
+
+#[test]
+fn kubectl_against_kube_sim_serve() {
+    if !kubectl_available() {
+        eprintln!("\n\n!!!!! SKIPPING kubectl_against_kube_sim_serve: `kubectl` is not on PATH !!!!!\n\n");
+        return;
+    }
+    let started = Instant::now();
+    let (_server, k) = serve_in_private_dir();
+    let dir = k.dir.clone();
 
     // The four KubeRay CRDs (kubectl's default --validate=strict asks the OpenAPI v3 documents first).
     for plural in ["rayclusters", "rayjobs", "rayservices", "raycronjobs"] {
@@ -164,7 +172,7 @@ fn kubectl_against_kube_sim_serve() {
     assert_eq!(items[0]["metadata"]["generation"], 1);
     assert_eq!(items[0]["spec"]["rayVersion"], ray_version.as_str());
 
-    // Human-readable get: the server answers plain JSON to the Table request and kubectl falls back.
+    // Human-readable get: a server-side Table with the CRD's printer columns.
     let table = k.ok(&["get", "rayclusters"]);
     let mut lines = table.lines();
     assert!(lines.next().unwrap().starts_with("NAME"), "{table}");
@@ -389,4 +397,168 @@ fn kubectl_identity_and_rbac_against_kube_sim_serve() {
         "error: You must be logged in to the server (Unauthorized)"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What the server assigns on each create, and what differs between two objects made from the same
+/// generator under another name or in another namespace.
+fn comparable(mut object: Value) -> Value {
+    let meta = object["metadata"].as_object_mut().unwrap();
+    for field in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "managedFields",
+        "namespace",
+        "name",
+        "generation",
+    ] {
+        meta.remove(field);
+    }
+    if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+        labels.remove("kubernetes.io/metadata.name");
+    }
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        // Allocated per Service.
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
+    }
+    if kind == "Job" {
+        // The hollow Job controller writes status (and pod-template labels) as it runs each Job.
+        object.as_object_mut().unwrap().remove("status");
+        object["spec"].as_object_mut().unwrap().remove("selector");
+        object["spec"]["template"]["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("labels");
+        object["metadata"].as_object_mut().unwrap().remove("labels");
+    }
+    object
+}
+
+/// kubectl sends its generators' objects as protobuf (`kubectl create namespace|configmap|...`): each is
+/// created, and `kubectl get -o json` shows what the same object sent as JSON (`--dry-run=client -o json`
+/// then `kubectl create -f`) stores.
+#[test]
+fn kubectl_create_generators_send_protobuf_and_store_what_json_would() {
+    if !kubectl_available() {
+        eprintln!(
+            "\n\n!!!!! SKIPPING kubectl_create_generators_send_protobuf_and_store_what_json_would: `kubectl` is not on PATH !!!!!\n\n"
+        );
+        return;
+    }
+    let (_server, k) = serve_in_private_dir();
+    assert_eq!(k.ok(&["create", "namespace", "pb"]), "namespace/pb created\n");
+    assert_eq!(k.ok(&["create", "namespace", "js"]), "namespace/js created\n");
+    // (resource shown by `create`, namespaced, generator arguments after `kubectl create`; NAME marks the name)
+    let generators: &[(&str, bool, &[&str])] = &[
+        ("namespace", false, &["namespace", "NAME"]),
+        (
+            "configmap",
+            true,
+            &["configmap", "NAME", "--from-literal=a=b", "--from-literal=empty="],
+        ),
+        (
+            "secret",
+            true,
+            &["secret", "generic", "NAME", "--from-literal=k=v", "--type=Opaque"],
+        ),
+        ("serviceaccount", true, &["serviceaccount", "NAME"]),
+        (
+            "role.rbac.authorization.k8s.io",
+            true,
+            &["role", "NAME", "--verb=get,list", "--resource=pods,services"],
+        ),
+        (
+            "rolebinding.rbac.authorization.k8s.io",
+            true,
+            &["rolebinding", "NAME", "--role=r", "--user=u", "--serviceaccount=pb:sa"],
+        ),
+        (
+            "clusterrole.rbac.authorization.k8s.io",
+            false,
+            &["clusterrole", "NAME", "--verb=get", "--resource=pods"],
+        ),
+        (
+            "clusterrolebinding.rbac.authorization.k8s.io",
+            false,
+            &["clusterrolebinding", "NAME", "--clusterrole=view", "--group=g"],
+        ),
+        (
+            "service",
+            true,
+            &["service", "clusterip", "NAME", "--tcp=80:8080", "--tcp=443:https"],
+        ),
+        (
+            "job.batch",
+            true,
+            &["job", "NAME", "--image=busybox", "--", "sleep", "1"],
+        ),
+        (
+            "ingress.networking.k8s.io",
+            true,
+            &["ingress", "NAME", "--rule=a.example.com/path*=svc:80"],
+        ),
+        (
+            "resourcequota",
+            true,
+            &["quota", "NAME", "--hard=pods=2,requests.cpu=500m,requests.memory=1Gi"],
+        ),
+        (
+            "priorityclass.scheduling.k8s.io",
+            false,
+            &["priorityclass", "NAME", "--value=10", "--description=d"],
+        ),
+        (
+            "poddisruptionbudget.policy",
+            true,
+            &["poddisruptionbudget", "NAME", "--selector=a=b", "--min-available=50%"],
+        ),
+    ];
+    for (resource, namespaced, args) in generators {
+        // Namespaced objects keep their name in two namespaces; cluster-scoped ones get a second name.
+        let (pb, js) = if *namespaced {
+            (("g1", "pb"), ("g1", "js"))
+        } else {
+            (("g1", ""), ("g1-json", ""))
+        };
+        // Flags go first: a generator's arguments may end with `-- command`.
+        let create = |(name, namespace): (&str, &str), extra: &[&str]| -> Vec<String> {
+            let mut out = vec!["create".to_string()];
+            if !namespace.is_empty() {
+                out.extend(["-n".to_string(), namespace.to_string()]);
+            }
+            out.extend(extra.iter().map(|e| e.to_string()));
+            out.extend(args.iter().map(|a| if *a == "NAME" { name } else { a }.to_string()));
+            out
+        };
+        let created = k.ok_args(&create(pb, &[]));
+        assert_eq!(created, format!("{resource}/{} created\n", pb.0));
+        let json = k.ok_args(&create(js, &["--dry-run=client", "-o", "json"]));
+        let file = k.dir.join(format!("{}.json", args[0]));
+        std::fs::write(&file, json).unwrap();
+        let mut create_file = vec!["create".to_string(), "-f".into(), file.to_str().unwrap().into()];
+        if *namespaced {
+            create_file.extend(["-n".to_string(), js.1.to_string()]);
+        }
+        k.ok_args(&create_file);
+        let get = |(name, namespace): (&str, &str)| -> Value {
+            let mut get = vec![
+                "get".to_string(),
+                resource.to_string(),
+                name.to_string(),
+                "-o".into(),
+                "json".into(),
+            ];
+            if !namespace.is_empty() {
+                get.extend(["-n".to_string(), namespace.to_string()]);
+            }
+            serde_json::from_str(&k.ok_args(&get)).unwrap()
+        };
+        assert_eq!(comparable(get(pb)), comparable(get(js)), "{resource}");
+    }
+    let secret: Value = serde_json::from_str(&k.ok(&["get", "secret", "g1", "-n", "pb", "-o", "json"])).unwrap();
+    assert_eq!(secret["data"], serde_json::json!({"k": "dg=="}));
+    assert_eq!(secret["type"], "Opaque");
+    let _ = std::fs::remove_dir_all(&k.dir);
 }

@@ -162,7 +162,7 @@ impl Scheduler {
         for ch in self.cache.sync() {
             match ch.kind {
                 NODES => self.nodes_dirty = true,
-                PODS => self.pod_changed(&ch.key, ch.old.as_deref(), ch.new.as_deref()),
+                PODS => self.pod_changed(&ch.key, ch.old.as_deref(), ch.new.as_ref()),
                 _ => {}
             }
         }
@@ -195,7 +195,8 @@ impl Scheduler {
         }
     }
 
-    fn pod_changed(&mut self, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
+    fn pod_changed(&mut self, key: &Key, old: Option<&StoredObject>, new_arc: Option<&Arc<StoredObject>>) {
+        let new = new_arc.map(Arc::as_ref);
         // Node usage.
         let now_placed = new.and_then(|p| {
             node_name(&p.value)
@@ -230,10 +231,11 @@ impl Scheduler {
         {
             self.pending.remove(&creation_key(o));
         }
-        if let Some(p) = new
+        // The change's own object, not the cache's: a later change in the same batch may have removed it.
+        if let Some(p) = new_arc
             && is_pending(p)
         {
-            self.pending.insert(creation_key(p), self.cache.maps[PODS][key].clone());
+            self.pending.insert(creation_key(p), Arc::clone(p));
         }
         // PodGroup members.
         let (og, ng) = (old.and_then(group_key), new.and_then(group_key));

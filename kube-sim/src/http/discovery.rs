@@ -42,8 +42,8 @@ fn resource_list(group_version: &str, infos: &[Arc<ResourceInfo>]) -> Value {
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
-        if r.custom {
-            entry["categories"] = json!(["all"]);
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
         }
         resources.push(entry);
         if r.status_subresource {

@@ -3,7 +3,9 @@
 
 pub mod discovery;
 mod openapi;
+pub mod protobuf;
 pub mod proxy;
+mod table;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -430,9 +432,10 @@ impl Ctx {
             *self.state.counters.injected_faults.lock().entry(e.code).or_default() += 1;
             return error_response(&e);
         }
+        let custom = self.store().resource(&route.gvr).is_some_and(|i| i.custom);
         match self.resource(route, &q, verb).await {
             Ok(r) => r,
-            Err(e) => error_response(&e),
+            Err(e) => self.error_response(&e, custom),
         }
     }
 
@@ -478,20 +481,101 @@ impl Ctx {
         }
     }
 
-    fn parse_body(&self) -> Result<Value, ApiError> {
-        if self.body.is_empty() {
-            return Ok(json!({}));
+    /// Reads the request body (JSON, YAML or protobuf, by `Content-Type`) as an object of `info`'s kind.
+    fn parse_body(&self, info: &ResourceInfo) -> Result<Value, ApiError> {
+        let api_version = info.gvr.api_version();
+        let target = protobuf::BodyTarget {
+            api_version: &api_version,
+            kind: &info.kind,
+            custom: info.custom,
+        };
+        protobuf::decode_body(&self.content_type, &self.body, target)
+    }
+
+    /// `value` as protobuf when the client prefers it and its kind has a protobuf form.
+    fn protobuf_response(&self, code: u16, value: &Value) -> Option<Response<Body>> {
+        if protobuf::negotiate(&self.accept, false).ok()? != protobuf::Output::Protobuf {
+            return None;
         }
-        serde_json::from_slice(&self.body)
-            .map_err(|e| ApiError::bad_request(format!("unable to decode the request body: {e}")))
+        let bytes = protobuf::encode_object(value)
+            .map_err(|e| tracing::debug!(error = %e, "answering in JSON: no protobuf form"))
+            .ok()?;
+        let mut r = Response::new(full(bytes));
+        *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(protobuf::PROTOBUF));
+        Some(r)
+    }
+
+    /// A `Status` error, as protobuf when the client prefers it for a built-in kind.
+    fn error_response(&self, e: &ApiError, custom: bool) -> Response<Body> {
+        let mut r = error_response(e);
+        if !custom && let Some(p) = self.protobuf_response(e.code, &e.to_status()) {
+            let headers = std::mem::take(r.headers_mut());
+            r = p;
+            if let Some(retry) = headers.get(header::RETRY_AFTER) {
+                r.headers_mut().insert(header::RETRY_AFTER, retry.clone());
+            }
+        }
+        r
+    }
+
+    /// The Table this GET asks for (`Accept: ...;as=Table`), if any; the plain path pays one substring test.
+    fn table_writer(&self, info: &ResourceInfo, q: &Query) -> Result<Option<table::TableWriter>, ApiError> {
+        if !self.accept.contains("as=Table") {
+            return Ok(None);
+        }
+        let Some(version) = table::negotiate(&self.accept)? else {
+            return Ok(None);
+        };
+        let request = table::TableRequest {
+            version,
+            include: table::IncludeObject::parse(q.get("includeObject"))?,
+        };
+        Ok(Some(table::TableWriter::new(self.store(), info, request)))
     }
 
     fn object_response(&self, code: u16, obj: &StoredObject) -> Response<Body> {
         if self.metadata_only() {
-            value_response(code, &obj.partial_metadata())
+            let meta = obj.partial_metadata();
+            self.protobuf_response(code, &meta)
+                .unwrap_or_else(|| value_response(code, &meta))
         } else {
-            json_response(code, obj.json.clone())
+            self.protobuf_response(code, &obj.value)
+                .unwrap_or_else(|| json_response(code, obj.json.clone()))
         }
+    }
+
+    /// A list, as protobuf when the client prefers it for a built-in kind.
+    fn list_response(&self, info: &ResourceInfo, res: &ListResult) -> Response<Body> {
+        if !info.custom && protobuf::negotiate(&self.accept, false).ok() == Some(protobuf::Output::Protobuf) {
+            let mut list: Value = serde_json::from_slice(&self.list_body(
+                info,
+                &ListResult {
+                    items: Vec::new(),
+                    resource_version: res.resource_version,
+                    continue_token: res.continue_token.clone(),
+                    remaining: res.remaining,
+                },
+            ))
+            .unwrap_or_default();
+            list["items"] = Value::Array(
+                res.items
+                    .iter()
+                    .map(|i| {
+                        if self.metadata_only() {
+                            i.partial_metadata()
+                        } else {
+                            i.value.clone()
+                        }
+                    })
+                    .collect(),
+            );
+            if let Some(r) = self.protobuf_response(200, &list) {
+                return r;
+            }
+        }
+        json_response(200, self.list_body(info, res))
     }
 
     async fn resource(&self, route: Route, q: &Query, verb: &str) -> Result<Response<Body>, ApiError> {
@@ -502,6 +586,10 @@ impl Ctx {
         let ns = route.namespace.as_deref();
         if info.namespaced && route.name.is_some() && ns.is_none() {
             return Err(ApiError::no_route());
+        }
+        if info.custom {
+            // Custom resources have no protobuf form: a client that accepts nothing else gets 406.
+            protobuf::negotiate(&self.accept, true)?;
         }
         let gvr = &route.gvr;
         match route.subresource.as_deref() {
@@ -517,7 +605,7 @@ impl Ctx {
                 ));
             }
             Some("finalize") if info.gvr.resource == "namespaces" && verb == "update" => {
-                let mut body = self.parse_body()?;
+                let mut body = self.parse_body(&info)?;
                 let name = route.name.clone().unwrap_or_default();
                 let cur = self.store().get(gvr, None, &name)?;
                 let mut merged = cur.value.clone();
@@ -528,17 +616,23 @@ impl Ctx {
             Some(_) => return Err(ApiError::no_route()),
         }
         let sub = route.subresource.as_deref();
+        let watch_protobuf = protobuf::negotiate(&self.accept, info.custom).ok() == Some(protobuf::Output::Protobuf);
         match (verb, route.name.as_deref()) {
             ("list", None) => self.list(&info, ns, q),
-            ("watch", None) => watch::serve(
-                self.state.clone(),
-                info,
-                route.namespace.clone(),
-                q,
-                self.metadata_only(),
-            ),
+            ("watch", None) => {
+                let table = self.table_writer(&info, q)?;
+                watch::serve(
+                    self.state.clone(),
+                    info,
+                    route.namespace.clone(),
+                    q,
+                    self.metadata_only(),
+                    table,
+                    watch_protobuf,
+                )
+            }
             ("create", None) => {
-                let obj = self.parse_body()?;
+                let obj = self.parse_body(&info)?;
                 self.admit(&info, &route, verb, Some(&obj), None).await?;
                 let created = self.store().create(gvr, ns, obj)?;
                 Ok(self.object_response(201, &created))
@@ -554,14 +648,17 @@ impl Ctx {
                     continue_token: None,
                     remaining: None,
                 };
-                Ok(json_response(200, self.list_body(&info, &res)))
+                Ok(self.list_response(&info, &res))
             }
             ("get", Some(name)) => {
                 let object = self.store().get(gvr, ns, name)?;
+                if let Some(t) = self.table_writer(&info, q)? {
+                    return Ok(value_response(200, &t.object(&object)));
+                }
                 Ok(self.object_response(200, &object))
             }
             ("update", Some(name)) => {
-                let mut obj = self.parse_body()?;
+                let mut obj = self.parse_body(&info)?;
                 match obj["metadata"]["name"].as_str() {
                     Some(n) if n != name => {
                         return Err(ApiError::bad_request(
@@ -737,7 +834,17 @@ impl Ctx {
     }
 
     fn delete_options(&self, q: &Query) -> Result<DeleteOptions, ApiError> {
-        let mut opts = DeleteOptions::from_json(&self.parse_body()?)?;
+        let body = if self.body.is_empty() {
+            json!({})
+        } else {
+            let target = protobuf::BodyTarget {
+                api_version: "meta.k8s.io/v1",
+                kind: "DeleteOptions",
+                custom: false,
+            };
+            protobuf::decode_body(&self.content_type, &self.body, target)?
+        };
+        let mut opts = DeleteOptions::from_json(&body)?;
         if let Some(p) = q.get("propagationPolicy") {
             opts.propagation = Some(crate::store::Propagation::parse(p)?);
         }
@@ -760,7 +867,10 @@ impl Ctx {
     fn list(&self, info: &ResourceInfo, ns: Option<&str>, q: &Query) -> Result<Response<Body>, ApiError> {
         let opts = self.list_options(info, q)?;
         let res = self.store().list(&info.gvr, ns, &opts)?;
-        Ok(json_response(200, self.list_body(info, &res)))
+        if let Some(t) = self.table_writer(info, q)? {
+            return Ok(value_response(200, &t.list(&res)));
+        }
+        Ok(self.list_response(info, &res))
     }
 
     /// Streams a list body from pre-serialized items.

@@ -12,6 +12,7 @@ use hyper::body::Frame;
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::table::TableWriter;
 use super::{Body, HttpState, Query};
 use crate::error::ApiError;
 use crate::kinds::ResourceInfo;
@@ -29,17 +30,26 @@ struct Encoder {
     kind: String,
     api_version: String,
     meta_only: bool,
+    /// Table output (`kubectl get -w`): each object becomes a one-row Table.
+    table: Option<TableWriter>,
+    /// Length-prefixed protobuf frames instead of JSON lines.
+    protobuf: bool,
 }
 
 impl Encoder {
     fn event(&self, ev: &WatchEvent) -> Bytes {
+        if self.protobuf {
+            return self.protobuf_event(ev);
+        }
         let mut out = BytesMut::new();
         out.put_slice(b"{\"type\":\"");
         out.put_slice(ev.type_name().as_bytes());
         out.put_slice(b"\",\"object\":");
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-                if self.meta_only {
+                if let Some(t) = &self.table {
+                    out.put_slice(&serde_json::to_vec(&t.watch_object(o)).unwrap_or_default());
+                } else if self.meta_only {
                     out.put_slice(&serde_json::to_vec(&o.partial_metadata()).unwrap_or_default());
                 } else {
                     out.put_slice(&o.json);
@@ -61,7 +71,35 @@ impl Encoder {
             .unwrap_or_default()
     }
 
+    /// One protobuf frame; an object without a protobuf form (never for a built-in kind) ends as an empty
+    /// frame rather than a panic.
+    fn protobuf_event(&self, ev: &WatchEvent) -> Bytes {
+        let (event_type, object) = match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => (
+                ev.type_name(),
+                if self.meta_only {
+                    o.partial_metadata()
+                } else {
+                    o.value.clone()
+                },
+            ),
+            WatchEvent::InitialEventsEnd(rv) => (
+                "BOOKMARK",
+                serde_json::from_slice(&self.bookmark(*rv, true)).unwrap_or_default(),
+            ),
+            WatchEvent::Error(e) => ("ERROR", e.to_status()),
+        };
+        super::protobuf::encode_watch_event(event_type, &object).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "watch event without a protobuf form");
+            Bytes::new()
+        })
+    }
+
     fn bookmark_line(&self, rv: u64) -> Bytes {
+        if self.protobuf {
+            let object = serde_json::from_slice(&self.bookmark(rv, false)).unwrap_or_default();
+            return super::protobuf::encode_watch_event("BOOKMARK", &object).unwrap_or_default();
+        }
         let mut out = BytesMut::new();
         out.put_slice(b"{\"type\":\"BOOKMARK\",\"object\":");
         out.put_slice(&self.bookmark(rv, false));
@@ -77,6 +115,8 @@ pub(super) fn serve(
     namespace: Option<String>,
     q: &Query,
     meta_only: bool,
+    table: Option<TableWriter>,
+    protobuf: bool,
 ) -> Result<Response<Body>, ApiError> {
     let send_initial = q.flag("sendInitialEvents");
     let bookmarks = q.flag("allowWatchBookmarks");
@@ -125,6 +165,8 @@ pub(super) fn serve(
             info.gvr.api_version()
         },
         meta_only,
+        table,
+        protobuf,
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(LINE_BUFFER);
     let task_state = state.clone();
@@ -147,8 +189,13 @@ pub(super) fn serve(
             .map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), rx))
     });
     let mut resp = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream.boxed())));
+    let content_type = if protobuf {
+        super::protobuf::PROTOBUF_WATCH
+    } else {
+        super::JSON
+    };
     resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(super::JSON));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     Ok(resp)
 }
 

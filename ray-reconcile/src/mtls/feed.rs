@@ -151,6 +151,7 @@ mod tests {
             pod_ip: ip.to_owned(),
             ready: None,
             container_problem: None,
+            awaiting_node: false,
         }
     }
 

@@ -63,6 +63,8 @@ pub struct Context {
     pub metrics: Arc<ControllerMetrics>,
     /// Consecutive failures per cluster, for the error backoff.
     failures: Mutex<HashMap<ClusterKey, u32>>,
+    /// Clusters whose worker creation waits for nodes and has been announced with an Event.
+    waiting_for_nodes: Mutex<std::collections::HashSet<ClusterKey>>,
 }
 
 impl Context {
@@ -88,6 +90,21 @@ impl Context {
             expectations: ScaleExpectations::new(),
             metrics,
             failures: Mutex::default(),
+            waiting_for_nodes: Mutex::default(),
+        }
+    }
+
+    /// Records whether the cluster's worker creation waits for nodes; true when it starts to (the moment
+    /// to say so with an Event: once per episode, so it needs no share of the spam budget).
+    fn starts_waiting_for_nodes(&self, key: &ClusterKey, waiting: bool) -> bool {
+        let Ok(mut clusters) = self.waiting_for_nodes.lock() else {
+            return waiting;
+        };
+        if waiting {
+            clusters.insert(key.clone())
+        } else {
+            clusters.remove(key);
+            false
         }
     }
 
@@ -113,6 +130,7 @@ impl Context {
         let key = cluster_key(cluster);
         self.expectations.forget_cluster(&key.namespace, &key.name);
         self.reset_backoff(&key);
+        self.starts_waiting_for_nodes(&key, false);
         self.event_filter.forget(&event_budget_key(&key));
         self.metrics.forget_cluster(&cluster_labels(cluster));
     }
@@ -131,6 +149,13 @@ impl Context {
         }
         let regarding = cluster.object_ref(&());
         publish_event(&self.recorder, &regarding, event).await;
+    }
+
+    /// Publishes an event the caller already limits to one per episode, outside the spam budget (which a
+    /// large scale-up spends on `CreatedWorkerPod`).
+    async fn publish_once(&self, cluster: &RayCluster, event: EventSpec) {
+        warn!(reason = event.reason, note = %event.note, "event");
+        publish_event(&self.recorder, &cluster.object_ref(&()), event).await;
     }
 
     fn observe(&self, cluster: &RayCluster, now: Instant) -> ObservedState {
@@ -252,7 +277,15 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         let mut suffix = random_suffix_source();
         let pod_plan = plan::plan_pods_from(cluster, &observed, &ctx.config, &mut desired.pods, &mut suffix);
         deferred_creates = pod_plan.deferred_creates;
+        let waiting_for_nodes = pod_plan.waiting_for_nodes;
         pass_error = execute_pod_plan(cluster, ctx, pod_plan).await;
+        let starts_waiting = ctx.starts_waiting_for_nodes(&cluster_key(cluster), waiting_for_nodes.is_some());
+        if let (true, Some(waiting), Some(limit)) =
+            (starts_waiting, waiting_for_nodes, ctx.config.max_unscheduled_workers)
+        {
+            ctx.publish_once(cluster, waiting_for_nodes_event(cluster, waiting, limit))
+                .await;
+        }
     }
 
     let observed = ctx.observe(cluster, Instant::now());
@@ -280,6 +313,20 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         return Ok(Action::requeue(SHORT_REQUEUE));
     }
     Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
+}
+
+/// The Warning that worker creation waits for pods to be scheduled, sent when the wait starts.
+fn waiting_for_nodes_event(cluster: &RayCluster, waiting: usize, limit: usize) -> EventSpec {
+    let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
+    tracing::debug!(waiting, limit, "worker creation waits for nodes");
+    EventSpec::warning(
+        reason::WAITING_FOR_NODES,
+        action::CREATE,
+        format!(
+            "Creating no more worker Pods for RayCluster {ns}/{name}: {limit} or more of its worker Pods wait for a \
+             node (--max-unscheduled-worker-pods={limit}); creation resumes as they are scheduled"
+        ),
+    )
 }
 
 fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClusterStatus, now: &Time) {

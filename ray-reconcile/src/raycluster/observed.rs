@@ -60,6 +60,8 @@ pub struct PodInfo {
     pub ready: Option<ReadyCondition>,
     /// First waiting/terminated container (head pods only).
     pub container_problem: Option<ContainerProblem>,
+    /// Pending without a `PodScheduled=True` condition: the pod waits for a node.
+    pub awaiting_node: bool,
 }
 
 impl PodInfo {
@@ -121,8 +123,13 @@ impl Compact for PodInfo {
                 })
             })
             .flatten();
+        let scheduled = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+        let pod = ObservedPod::from_pod(pod);
         Self {
-            pod: ObservedPod::from_pod(pod),
+            awaiting_node: pod.phase == ray_autoscale::PodPhase::Pending && !scheduled,
+            pod,
             role,
             group: label(meta, RAY_NODE_GROUP_LABEL).unwrap_or_default().to_owned(),
             pod_ip: status.and_then(|s| s.pod_ip.clone()).unwrap_or_default(),
@@ -219,5 +226,33 @@ impl ObservedState {
             .iter()
             .map(Arc::as_ref)
             .filter(move |p| p.group == group && p.role != PodRole::Head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compact(status: serde_json::Value) -> PodInfo {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "w", "namespace": "ns", "labels": {RAY_NODE_TYPE_LABEL: NODE_TYPE_WORKER}},
+            "status": status,
+        }))
+        .unwrap();
+        PodInfo::compact(&SlimPod(pod))
+    }
+
+    /// A pod waits for a node while it is Pending and not `PodScheduled=True`: just created (no
+    /// conditions), or marked unschedulable; a scheduled pod pulling its image does not.
+    #[test]
+    fn a_pending_pod_awaits_a_node_until_it_is_scheduled() {
+        assert!(compact(serde_json::json!({"phase": "Pending"})).awaiting_node);
+        let unschedulable = serde_json::json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]});
+        assert!(compact(unschedulable).awaiting_node);
+        let pulling = serde_json::json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]});
+        assert!(!compact(pulling).awaiting_node);
+        assert!(!compact(serde_json::json!({"phase": "Running"})).awaiting_node);
     }
 }

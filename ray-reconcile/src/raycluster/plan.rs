@@ -4,7 +4,7 @@
 //! each outcome. The executor performs the operations; nothing here talks to a server.
 
 use super::error::{ErrorMarker, PassError};
-use super::observed::{ObservedState, PodInfo};
+use super::observed::{ObservedState, PodInfo, PodRole};
 use super::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
 use super::status::{group_replicas, suspend_status};
 use super::validate;
@@ -191,6 +191,10 @@ pub struct PodPlan {
     pub error_after: Option<PassError>,
     /// Worker creates beyond [`MAX_WORKER_CREATES_PER_PASS`] were left for the next pass.
     pub deferred_creates: bool,
+    /// Worker creates were held back because this many of the cluster's worker pods wait for a node,
+    /// the configured limit ([`ReconcileConfig::max_unscheduled_workers`]); they resume when pods get
+    /// scheduled (a pod event starts the next pass).
+    pub waiting_for_nodes: Option<usize>,
 }
 
 /// Most worker pods one pass builds and creates (a multi-host replica wider than what is left is still
@@ -312,6 +316,21 @@ pub fn plan_pods_from(
 
     let autoscaling = cluster.spec.enable_in_tree_autoscaling == Some(true);
     let surplus = surplus_deletion_enabled(autoscaling, config.enable_random_pod_delete);
+    let unscheduled_limit = config.max_unscheduled_workers;
+    let awaiting_node = observed
+        .pods
+        .iter()
+        .filter(|p| p.role == PodRole::Worker && p.awaiting_node && !p.pod.deletion_timestamp_set)
+        .count();
+    // What may still be created this pass, and whether the unscheduled-pod limit (rather than the pass
+    // budget) is what binds.
+    let room = |worker_creates: usize| {
+        let pass_room = MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates);
+        match unscheduled_limit.map(|limit| limit.saturating_sub(awaiting_node + worker_creates)) {
+            Some(limit_room) if limit_room <= pass_room => (limit_room, true),
+            _ => (pass_room, false),
+        }
+    };
     for (group_index, group) in cluster.spec.worker_group_specs.iter().flatten().enumerate() {
         let g = group.group_name.as_str();
         if observed.unsatisfied_groups.contains(g) {
@@ -331,7 +350,15 @@ pub fn plan_pods_from(
             pods: &pods,
             surplus_deletion: surplus,
             multi_host_indexing: config.gates.ray_multi_host_indexing,
-            create_limit: MAX_WORKER_CREATES_PER_PASS.saturating_sub(worker_creates),
+            create_limit: room(worker_creates).0,
+        };
+        let limited_by_nodes = room(worker_creates).1;
+        let defer = |plan: &mut PodPlan| {
+            if limited_by_nodes {
+                plan.waiting_for_nodes = Some(awaiting_node);
+            } else {
+                plan.deferred_creates = true;
+            }
         };
         let mut new_worker = |placement: WorkerPlacement| -> Result<PodAction, PassError> {
             match generator.worker_pod(group_index, &placement) {
@@ -394,7 +421,7 @@ pub fn plan_pods_from(
                     return plan;
                 }
                 if scale.deferred > 0 {
-                    plan.deferred_creates = true;
+                    defer(&mut plan);
                 }
                 worker_creates += scale.create.len();
                 for w in scale.create {
@@ -449,7 +476,7 @@ pub fn plan_pods_from(
                             return plan;
                         }
                         if deferred_replicas > 0 {
-                            plan.deferred_creates = true;
+                            defer(&mut plan);
                         }
                         for replica in create {
                             worker_creates += usize::try_from(replica.hosts).unwrap_or(0);
@@ -629,6 +656,7 @@ spec:
                 pod_ip: "10.0.0.1".to_owned(),
                 ready: None,
                 container_problem: None,
+                awaiting_node: false,
             }));
         let p = run(&head_only);
         assert!(p.actions.is_empty(), "{:?}", p.actions);
@@ -674,5 +702,68 @@ spec:
         let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
         group.num_of_hosts = Some(4);
         assert_eq!(creates(&cluster), (MAX_WORKER_CREATES_PER_PASS, true));
+    }
+
+    /// A `replicas` far beyond what the nodes can place: once the limit's worth of worker pods wait for a
+    /// node, the pass creates no more and says so (no immediate requeue: a pod being scheduled starts the
+    /// next pass); the pass budget still binds below the limit; no limit means KubeRay's behaviour.
+    #[test]
+    fn worker_creation_stops_while_the_limit_of_pods_wait_for_a_node() {
+        let mut cluster = sample();
+        let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.replicas = Some(i32::MAX);
+        group.max_replicas = None;
+        let group_name = group.group_name.clone();
+        let observed = |waiting: usize, scheduled: usize| {
+            let mut state = ObservedState::default();
+            state.pods.push(std::sync::Arc::new(PodInfo {
+                pod: ObservedPod::running("demo-head"),
+                role: PodRole::Head,
+                group: "headgroup".to_owned(),
+                pod_ip: "10.0.0.1".to_owned(),
+                ready: None,
+                container_problem: None,
+                awaiting_node: false,
+            }));
+            for i in 0..waiting + scheduled {
+                let mut pod = ObservedPod::running(format!("demo-w-{i}"));
+                pod.phase = ray_autoscale::PodPhase::Pending;
+                state.pods.push(std::sync::Arc::new(PodInfo {
+                    pod,
+                    role: PodRole::Worker,
+                    group: group_name.clone(),
+                    pod_ip: String::new(),
+                    ready: None,
+                    container_problem: None,
+                    awaiting_node: i < waiting,
+                }));
+            }
+            state
+        };
+        let run = |limit: Option<usize>, state: &ObservedState| {
+            let config = ReconcileConfig {
+                max_unscheduled_workers: limit,
+                ..ReconcileConfig::default()
+            };
+            let mut suffix = || "abcde".to_owned();
+            let p = plan_pods(&cluster, state, &config, &PodGenSettings::default(), &mut suffix);
+            let creates = p
+                .actions
+                .iter()
+                .filter(|a| matches!(a, PodAction::CreatePod { .. }))
+                .count();
+            (creates, p.deferred_creates, p.waiting_for_nodes)
+        };
+        // Far below the limit: the pass budget binds.
+        assert_eq!(
+            run(Some(1000), &observed(10, 0)),
+            (MAX_WORKER_CREATES_PER_PASS, true, None)
+        );
+        // Near the limit: only the room left, then wait for nodes.
+        assert_eq!(run(Some(1000), &observed(950, 40)), (50, false, Some(950)));
+        // At the limit: nothing; scheduled pods do not count against it.
+        assert_eq!(run(Some(1000), &observed(1000, 500)), (0, false, Some(1000)));
+        // No limit (KubeRay): the pass budget again.
+        assert_eq!(run(None, &observed(1000, 0)), (MAX_WORKER_CREATES_PER_PASS, true, None));
     }
 }

@@ -351,6 +351,7 @@ mod tests {
                 message: String::new(),
             }),
             container_problem: None,
+            awaiting_node: false,
         }
     }
 
