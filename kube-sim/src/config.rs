@@ -90,8 +90,11 @@ impl Default for AgentConfig {
 pub struct SimConfig {
     /// Address to listen on; port 0 picks a free port.
     pub listen: std::net::SocketAddr,
-    /// Bearer token written into the kubeconfig (not enforced).
+    /// Bearer token of the kubeconfig's admin identity (user `kubernetes-admin` in group `system:masters`).
     pub token: String,
+    /// Serve plain http instead of HTTPS (authentication and RBAC still apply). By default the server
+    /// generates a CA and a serving certificate at start and writes the CA into the kubeconfig.
+    pub insecure_http: bool,
     /// RNG seed for uids, generated names and fault injection.
     pub seed: u64,
     /// Events kept per resource for watch resumption (at least this many; see also `history_age`).
@@ -132,6 +135,7 @@ impl Default for SimConfig {
         Self {
             listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             token: "kube-sim-token".into(),
+            insecure_http: false,
             seed: 42,
             history_len: 10_000,
             history_age: Duration::from_secs(300),

@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err, clippy::large_enum_variant)]
 
 pub mod agents;
+pub mod auth;
 pub mod config;
 pub mod crd_schema;
 pub mod error;

@@ -29,6 +29,12 @@ pub enum SimError {
     /// Building the kube client failed.
     #[error("kube client: {0}")]
     Kube(#[from] kube::Error),
+    /// The kubeconfig the server wrote could not be loaded into a client.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// The serving certificate or the token signing key could not be generated.
+    #[error("credentials: {0}")]
+    Auth(#[from] crate::auth::AuthError),
     /// A CRD manifest could not be loaded.
     #[error("CRD manifest {path}: {why}")]
     Crd {
@@ -49,6 +55,7 @@ pub struct SimHandle {
     store: Store,
     http: Arc<HttpState>,
     client: kube::Client,
+    client_config: kube::Config,
     kubeconfig: String,
     agent_config: AgentConfig,
     tasks: Vec<JoinHandle<()>>,
@@ -60,11 +67,27 @@ impl std::fmt::Debug for SimHandle {
     }
 }
 
-/// Renders the kubeconfig for a simulator at `addr` (plain http, namespace `default`).
-pub fn render_kubeconfig(addr: SocketAddr, token: &str) -> String {
+/// Renders a kubeconfig for the simulator at `server` (`https://...` with the CA `ca_pem`, or `http://...`)
+/// authenticating as `user` with bearer `token` (context `kube-sim`, namespace `default`).
+pub fn render_kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -> String {
+    use base64::Engine as _;
+    let ca = ca_pem
+        .map(|pem| {
+            let data = base64::engine::general_purpose::STANDARD.encode(pem);
+            format!("    certificate-authority-data: {data}\n")
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n    server: \"http://{addr}\"\ncontexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim\n    namespace: default\ncurrent-context: kube-sim\nusers:\n- name: kube-sim\n  user:\n    token: \"{token}\"\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n    server: \"{server}\"\n{ca}contexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: {user:?}\n    namespace: default\ncurrent-context: kube-sim\nusers:\n- name: {user:?}\n  user:\n    token: {token:?}\n"
     )
+}
+
+/// A kube client (and its config) from a kubeconfig's YAML.
+async fn client_from_kubeconfig(yaml: &str) -> Result<(kube::Config, kube::Client), SimError> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default()).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    Ok((config, client))
 }
 
 /// Loads the CRDs of a YAML file (multi-document) into the store; existing CRDs are kept.
@@ -102,25 +125,31 @@ impl SimServer {
         for f in &config.crd_files {
             load_crd_file(&store, f)?;
         }
-        let http = Arc::new(HttpState::new(store.clone(), &config, addr));
+        crate::auth::bootstrap::install(&store);
+        let auth = Arc::new(crate::auth::Auth::new(!config.insecure_http, &config.token)?);
+        let http = Arc::new(HttpState::new(store.clone(), &config, addr, auth.clone()));
         let mut tasks = vec![tokio::spawn(store.clone().run_controllers())];
+        tasks.push(tokio::spawn(crate::auth::bootstrap::run_aggregation(store.clone())));
         tasks.push(tokio::spawn(accept_loop(listener, http.clone())));
         tasks.push(tokio::spawn(watch_dropper(http.clone())));
         if config.agents.enabled {
             tasks.extend(crate::agents::spawn(&store, &config.agents));
         }
-        let uri: http::Uri = format!("http://{addr}")
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| SimError::Io(std::io::Error::other(e.to_string())))?;
-        let mut kc = kube::Config::new(uri);
-        kc.default_namespace = "default".into();
-        let client = kube::Client::try_from(kc)?;
+        let url = server_url(addr, auth.tls().is_some());
+        let kubeconfig = render_kubeconfig(
+            &url,
+            auth.tls().map(|t| t.ca_pem()),
+            crate::auth::ADMIN_USER,
+            &config.token,
+        );
+        let (client_config, client) = client_from_kubeconfig(&kubeconfig).await?;
         Ok(SimHandle {
             addr,
             store,
             http,
             client,
-            kubeconfig: render_kubeconfig(addr, &config.token),
+            client_config,
+            kubeconfig,
             agent_config: config.agents.clone(),
             tasks,
         })
@@ -147,6 +176,11 @@ async fn watch_dropper(http: Arc<HttpState>) {
     }
 }
 
+/// `https://{addr}` (or `http://` without TLS); IPv6 addresses bracketed.
+fn server_url(addr: SocketAddr, https: bool) -> String {
+    format!("{}://{addr}", if https { "https" } else { "http" })
+}
+
 async fn accept_loop(listener: TcpListener, http: Arc<HttpState>) {
     let mut conns = JoinSet::new();
     loop {
@@ -156,8 +190,20 @@ async fn accept_loop(listener: TcpListener, http: Arc<HttpState>) {
                 let _ = stream.set_nodelay(true);
                 let state = http.clone();
                 conns.spawn(async move {
+                    let auth = state.auth.clone();
                     let svc = service_fn(move |req| crate::http::handle(state.clone(), req));
-                    let _ = http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc).await;
+                    let mut conn = http1::Builder::new();
+                    conn.keep_alive(true);
+                    match auth.tls() {
+                        Some(tls) => {
+                            if let Some(stream) = tls.accept(stream).await {
+                                let _ = conn.serve_connection(TokioIo::new(stream), svc).await;
+                            }
+                        }
+                        None => {
+                            let _ = conn.serve_connection(TokioIo::new(stream), svc).await;
+                        }
+                    }
                 });
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
@@ -171,14 +217,70 @@ impl SimHandle {
         self.addr
     }
 
-    /// `http://{addr}`.
+    /// `https://{addr}` (`http://{addr}` with [`SimConfig::insecure_http`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        server_url(self.addr, self.http.auth.tls().is_some())
     }
 
-    /// A `kube::Client` for this simulator (default namespace `default`).
+    /// The serving CA (PEM), `None` when serving plain http.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.http.auth.tls().map(|t| t.ca_pem())
+    }
+
+    /// A `kube::Client` for this simulator as the admin identity (default namespace `default`).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// The `kube::Config` behind [`SimHandle::client`] (trusting the CA, with the admin token), to build
+    /// clients with other settings.
+    pub fn client_config(&self) -> kube::Config {
+        self.client_config.clone()
+    }
+
+    /// A kubeconfig authenticating as `user` in `groups` (plus `system:authenticated`) with a fresh static
+    /// token, as a `--token-auth-file` entry would. Give each process its own identity to tell their
+    /// requests apart ([`SimHandle::writes_by_client`]); `&["system:masters"]` makes an all-powerful one.
+    pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> String {
+        let token = self
+            .http
+            .auth
+            .mint_static_token(crate::auth::UserInfo::new(user, groups));
+        render_kubeconfig(&self.url(), self.ca_pem(), user, &token)
+    }
+
+    /// A `kube::Client` authenticating as `user` in `groups` (see [`SimHandle::kubeconfig_for`]).
+    pub async fn client_for(&self, user: &str, groups: &[&str]) -> Result<kube::Client, SimError> {
+        Ok(client_from_kubeconfig(&self.kubeconfig_for(user, groups)).await?.1)
+    }
+
+    /// A kubeconfig authenticating with bearer `token` (a ServiceAccount token, or any token to see 401s).
+    pub fn kubeconfig_with_token(&self, user: &str, token: &str) -> String {
+        render_kubeconfig(&self.url(), self.ca_pem(), user, token)
+    }
+
+    /// Mints the ServiceAccount token of pod `namespace/pod`'s projected volume (bound to the pod, for its
+    /// ServiceAccount); see [`crate::auth::tokens::pod_projected_token`].
+    pub fn pod_projected_token(
+        &self,
+        namespace: &str,
+        pod: &str,
+        audiences: &[String],
+        expiration: Duration,
+    ) -> Result<String, crate::ApiError> {
+        crate::auth::tokens::pod_projected_token(
+            self.http.auth.issuer(),
+            &self.store,
+            namespace,
+            pod,
+            audiences,
+            expiration,
+        )
+    }
+
+    /// The server's credentials (token issuer, static tokens).
+    pub fn auth(&self) -> &crate::auth::Auth {
+        &self.http.auth
     }
 
     /// The kubeconfig YAML pointing at this simulator.
@@ -312,13 +414,9 @@ mod tests {
         .unwrap()
     }
 
-    /// A client authenticating with its own bearer token, as a separate operator process would.
-    async fn client_with_token(sim: &SimHandle, token: &str) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&render_kubeconfig(sim.addr(), token)).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+    /// A client with its own identity, as a separate operator process would be.
+    async fn client_as(sim: &SimHandle, user: &str) -> kube::Client {
+        sim.client_for(user, &[crate::auth::GROUP_MASTERS]).await.unwrap()
     }
 
     fn config_map(name: &str) -> ConfigMap {
@@ -329,8 +427,8 @@ mod tests {
     async fn counts_injected_faults_and_writes_per_client() {
         let sim = sim().await;
         sim.set_faults(FaultConfig::parse("error=1x:500@create/configmaps").unwrap());
-        let a: Api<ConfigMap> = Api::default_namespaced(client_with_token(&sim, "token-a").await);
-        let b: Api<ConfigMap> = Api::default_namespaced(client_with_token(&sim, "token-b").await);
+        let a: Api<ConfigMap> = Api::default_namespaced(client_as(&sim, "client-a").await);
+        let b: Api<ConfigMap> = Api::default_namespaced(client_as(&sim, "client-b").await);
         let pp = PostParams::default();
         assert!(a.create(&pp, &config_map("x")).await.is_err(), "the injected 500");
         a.create(&pp, &config_map("x")).await.unwrap();
@@ -340,7 +438,7 @@ mod tests {
         let writes = |client: &str| (client.to_owned(), "configmaps".to_owned());
         assert_eq!(
             sim.writes_by_client(),
-            BTreeMap::from([(writes("token-a"), 2), (writes("token-b"), 1)]),
+            BTreeMap::from([(writes("client-a"), 2), (writes("client-b"), 1)]),
             "failed writes count, reads do not"
         );
     }

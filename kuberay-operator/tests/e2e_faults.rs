@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube_sim::server::render_kubeconfig;
+use kube_sim::auth::GROUP_MASTERS;
 use kube_sim::{FaultConfig, Gvr, ListOptions, PatchKind, SimConfig, SimHandle, Store, WatchEvent};
 use ray_api::ClusterState;
 use ray_api::constants::{NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL};
@@ -344,7 +344,7 @@ fn watch_lists(log: &Path) -> usize {
         .count()
 }
 
-/// Writes so far by a client (kubeconfig token), leaving out the leader-election Lease.
+/// Writes so far by a client (its kubeconfig identity), leaving out the leader-election Lease.
 fn writes_of(sim: &SimHandle, client: &str) -> (u64, u64) {
     let mut other = 0;
     let mut lease = 0;
@@ -367,13 +367,14 @@ fn pod_writes_of(sim: &SimHandle, client: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A simulator with our CRDs and a kubeconfig per client token under `dir`.
-async fn start_sim(dir: &Path, tokens: &[&str]) -> SimHandle {
+/// A simulator with our CRDs and, under `dir`, a kubeconfig per client: each its own all-powerful identity
+/// named after the client, which is how the simulator tells their writes apart.
+async fn start_sim(dir: &Path, clients: &[&str]) -> SimHandle {
     let sim = common::start_sim(SimConfig::default()).await;
-    for token in tokens {
+    for client in clients {
         std::fs::write(
-            dir.join(format!("kubeconfig-{token}")),
-            render_kubeconfig(sim.addr(), token),
+            dir.join(format!("kubeconfig-{client}")),
+            sim.kubeconfig_for(client, &[GROUP_MASTERS]),
         )
         .unwrap();
     }

@@ -434,3 +434,134 @@ fn kubectl_apply_invalid_custom_resource_prints_upstream_error() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `kubectl` as a ServiceAccount: `create token`, 403 until a RoleBinding, `auth can-i [--as] [--list]`,
+/// `auth whoami`, 401 for a bad token.
+#[test]
+fn kubectl_identity_and_rbac_against_kube_sim_serve() {
+    if !kubectl_available() {
+        eprintln!(
+            "\n\n!!!!! SKIPPING kubectl_identity_and_rbac_against_kube_sim_serve: `kubectl` is not on PATH !!!!!\n\n"
+        );
+        return;
+    }
+    let dir = fresh_dir("kubectl-auth");
+    let (_server, kubeconfig) = start_server(&dir);
+    let kubectl = |kubeconfig: PathBuf| Client {
+        program: "kubectl".into(),
+        extra_args: vec!["--request-timeout=20s".into()],
+        dir: dir.clone(),
+        kubeconfig,
+    };
+    let admin = kubectl(kubeconfig.clone());
+    assert_eq!(
+        admin.ok(&["auth", "whoami"]),
+        "ATTRIBUTE   VALUE\nUsername    kubernetes-admin\nGroups      [system:masters system:authenticated]\n"
+    );
+    // `kubectl create serviceaccount|role|rolebinding` post protobuf bodies; apply posts JSON.
+    assert_eq!(
+        admin.apply_manifest(
+            "sa.yaml",
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ci\n"
+        ),
+        "serviceaccount/ci created\n"
+    );
+    let token = admin.ok(&["create", "token", "ci", "--duration=10m"]);
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    // A kubeconfig of its own with that token.
+    let ci_kubeconfig = dir.join("kubeconfig-ci");
+    std::fs::copy(&kubeconfig, &ci_kubeconfig).unwrap();
+    let ci = kubectl(ci_kubeconfig);
+    ci.ok(&["config", "set-credentials", "ci", &format!("--token={token}")]);
+    ci.ok(&["config", "set-context", "--current", "--user=ci"]);
+    let uid = admin.ok(&["get", "serviceaccount", "ci", "-o", "jsonpath={.metadata.uid}"]);
+    let whoami = ci.ok(&["auth", "whoami"]);
+    let lines: Vec<&str> = whoami.lines().collect();
+    assert_eq!(
+        lines[..4],
+        [
+            "ATTRIBUTE                                           VALUE",
+            "Username                                            system:serviceaccount:default:ci",
+            &format!("UID                                                 {uid}"),
+            "Groups                                              [system:serviceaccounts system:serviceaccounts:default system:authenticated]",
+        ],
+        "{whoami}"
+    );
+    assert!(
+        lines[4].starts_with("Extra: authentication.kubernetes.io/credential-id   [JTI="),
+        "{whoami}"
+    );
+    let denied = ci.run(&["get", "pods"]);
+    assert!(!denied.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&denied.stderr).trim(),
+        r#"Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:ci" cannot list resource "pods" in API group "" in the namespace "default""#
+    );
+    // `auth can-i` answers "no" with exit code 1.
+    let no = admin.run(&["auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:ci"]);
+    assert_eq!(
+        (no.status.code(), String::from_utf8_lossy(&no.stdout).as_ref()),
+        (Some(1), "no\n")
+    );
+
+    let rbac = admin.apply_manifest(
+        "rbac.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: pod-reader\nrules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list, watch]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: ci-reads-pods\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: pod-reader\nsubjects:\n- kind: ServiceAccount\n  name: ci\n  namespace: default\n",
+    );
+    assert_eq!(
+        rbac,
+        "role.rbac.authorization.k8s.io/pod-reader created\nrolebinding.rbac.authorization.k8s.io/ci-reads-pods created\n"
+    );
+    let allowed = ci.run(&["get", "pods"]);
+    assert!(allowed.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&allowed.stderr).trim(),
+        "No resources found in default namespace."
+    );
+    assert_eq!(
+        admin.ok(&["auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:ci"]),
+        "yes\n"
+    );
+    let no = admin.run(&[
+        "auth",
+        "can-i",
+        "delete",
+        "pods",
+        "--as=system:serviceaccount:default:ci",
+    ]);
+    assert_eq!(
+        (no.status.code(), String::from_utf8_lossy(&no.stdout).as_ref()),
+        (Some(1), "no\n")
+    );
+    assert_eq!(ci.ok(&["auth", "can-i", "watch", "pods"]), "yes\n");
+    // The ServiceAccount may not impersonate.
+    let impersonate = ci.run(&["auth", "can-i", "list", "pods", "--as=bob"]);
+    assert!(!impersonate.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&impersonate.stderr).trim(),
+        r#"Error from server (Forbidden): users "bob" is forbidden: User "system:serviceaccount:default:ci" cannot impersonate resource "users" in API group "" at the cluster scope"#
+    );
+    let list = ci.ok(&["auth", "can-i", "--list"]);
+    let mut rows = list.lines();
+    assert_eq!(
+        rows.next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    );
+    assert!(
+        list.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["pods", "[]", "[]", "[get", "list", "watch]"]),
+        "{list}"
+    );
+
+    // A token the server never issued.
+    ci.ok(&["config", "set-credentials", "ci", "--token=not-a-token"]);
+    let unauthorized = ci.run(&["get", "pods"]);
+    assert!(!unauthorized.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&unauthorized.stderr).trim(),
+        "error: You must be logged in to the server (Unauthorized)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

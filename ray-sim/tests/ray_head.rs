@@ -99,7 +99,7 @@ async fn ray_cluster(sim: &SimHandle, ray: &HollowRay, name: &str, dashboard_por
 /// A kube client that does not retry 503s (kube 5's default retries them with backoff for minutes, which is
 /// what a Service without a ready endpoint answers).
 fn no_retry_client(sim: &SimHandle) -> kube::Client {
-    let mut config = kube::Config::new(sim.url().parse().unwrap());
+    let mut config = sim.client_config();
     config.default_retry = false;
     kube::Client::try_from(config).unwrap()
 }

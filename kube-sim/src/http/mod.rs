@@ -23,6 +23,9 @@ use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use crate::auth::attributes::RequestAttributes;
+use crate::auth::review::{self, ReviewRequest};
+use crate::auth::{Auth, UserInfo};
 use crate::error::ApiError;
 use crate::faults::{FaultConfig, FaultState, WRITE_VERBS};
 use crate::kinds::{Gvr, ResourceInfo};
@@ -73,20 +76,9 @@ pub struct Counters {
     /// Errors sent by fault injection, by HTTP status code (genuine 409s and 500s are not counted).
     pub injected_faults: Mutex<BTreeMap<u16, u64>>,
     /// Write requests (create, update, patch, delete, deletecollection) received, by (client, plural
-    /// resource), counted on arrival whatever their outcome. The client is the bearer token of the
-    /// `Authorization` header (give each process its own kubeconfig token to tell them apart), else the
-    /// `User-Agent`, else `""`.
+    /// resource), counted once authorized, whatever their outcome. The client is the authenticated user name
+    /// (give each process its own identity, [`crate::SimHandle::kubeconfig_for`], to tell them apart).
     pub writes_by_client: Mutex<BTreeMap<(String, String), u64>>,
-}
-
-/// The client a request is attributed to in [`Counters::writes_by_client`].
-fn client_of(headers: &http::HeaderMap) -> String {
-    let header = |h: header::HeaderName| headers.get(h).and_then(|v| v.to_str().ok());
-    header(header::AUTHORIZATION)
-        .and_then(|a| a.strip_prefix("Bearer "))
-        .or_else(|| header(header::USER_AGENT))
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Shared state of the HTTP layer.
@@ -115,6 +107,8 @@ pub struct HttpState {
     pub pod_logs: crate::logs::PodLogs,
     /// The OpenAPI documents of the served kinds.
     openapi: openapi::OpenApiCache,
+    /// Credentials and authenticators (authentication, impersonation and RBAC run on every request).
+    pub auth: Arc<Auth>,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -125,7 +119,7 @@ impl std::fmt::Debug for HttpState {
 
 impl HttpState {
     /// Creates the HTTP state.
-    pub fn new(store: Store, config: &crate::SimConfig, addr: std::net::SocketAddr) -> Self {
+    pub fn new(store: Store, config: &crate::SimConfig, addr: std::net::SocketAddr, auth: Arc<Auth>) -> Self {
         Self {
             store,
             faults: Mutex::new(FaultState::new(config.faults.clone())),
@@ -139,6 +133,7 @@ impl HttpState {
             addr,
             pod_logs: config.agents.pod_logs.clone(),
             openapi: openapi::OpenApiCache::default(),
+            auth,
         }
     }
 
@@ -297,15 +292,22 @@ pub async fn handle(state: Arc<HttpState>, req: Request<hyper::body::Incoming>) 
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
     };
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         state: state.clone(),
         method: method.clone(),
         accept: accept.clone(),
         content_type: content_type.clone(),
         headers,
         body,
+        user: UserInfo::default(),
     };
-    let resp = ctx.dispatch(&path, &query_str).await;
+    let resp = match ctx.authorize(&path, &query_str) {
+        Ok(user) => {
+            ctx.user = user;
+            ctx.dispatch(&path, &query_str).await
+        }
+        Err(e) => error_response(&e),
+    };
     let status = resp.status().as_u16();
     if status >= 400 {
         state.counters.errors.fetch_add(1, Ordering::Relaxed);
@@ -330,9 +332,51 @@ struct Ctx {
     content_type: String,
     headers: http::HeaderMap,
     body: Bytes,
+    /// The user the request acts as (after impersonation).
+    user: UserInfo,
+}
+
+/// The authorizer's view of a resource request: the verb of [`verb_of`] on the route's resource (a
+/// namespace request is in the namespace it names, as upstream).
+fn resource_attributes(verb: &str, route: &Route) -> RequestAttributes {
+    let name = route.name.clone().unwrap_or_default();
+    let namespace = match &route.namespace {
+        Some(ns) => ns.clone(),
+        None if route.gvr.group.is_empty() && route.gvr.resource == "namespaces" => name.clone(),
+        None => String::new(),
+    };
+    RequestAttributes {
+        verb: verb.to_owned(),
+        resource_request: true,
+        path: String::new(),
+        namespace,
+        api_group: route.gvr.group.clone(),
+        api_version: route.gvr.version.clone(),
+        resource: route.gvr.resource.clone(),
+        subresource: route.subresource.clone().unwrap_or_default(),
+        name,
+    }
 }
 
 impl Ctx {
+    /// Authenticates the request, applies impersonation and authorizes it with RBAC: the acting user, or
+    /// kube-apiserver's 401 / 403.
+    fn authorize(&self, path: &str, query: &str) -> Result<UserInfo, ApiError> {
+        let requester = self.state.auth.authenticate(self.store(), &self.headers)?;
+        let user = crate::auth::impersonate::acting_user(self.store(), requester, &self.headers)?;
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let attrs = match parse_route(&segs) {
+            Ok(Some(route)) => resource_attributes(verb_of(&self.method, &route, &Query::parse(query)), &route),
+            _ => RequestAttributes::non_resource(&self.method.as_str().to_lowercase(), path),
+        };
+        let decision = crate::auth::rbac::authorize(self.store(), &user, &attrs);
+        if decision.allowed {
+            Ok(user)
+        } else {
+            Err(attrs.forbidden(&user, &decision.reason))
+        }
+    }
+
     fn store(&self) -> &Store {
         &self.state.store
     }
@@ -359,10 +403,28 @@ impl Ctx {
             Ok(None) => return error_response(&ApiError::no_route()),
             Err(e) => return error_response(&e),
         };
+        let review = ReviewRequest {
+            group: &route.gvr.group,
+            resource: &route.gvr.resource,
+            namespace: route.namespace.as_deref(),
+            name: route.name.as_deref(),
+            subresource: route.subresource.as_deref(),
+            content_type: &self.content_type,
+            body: &self.body,
+        };
+        if review.is_review() {
+            if self.method != Method::POST {
+                return error_response(&ApiError::method_not_allowed());
+            }
+            return match review::serve(&self.state.auth, self.store(), &self.user, &review) {
+                Ok(v) => value_response(201, &v),
+                Err(e) => error_response(&e),
+            };
+        }
         let q = Query::parse(query);
         let verb = verb_of(&self.method, &route, &q);
         if WRITE_VERBS.contains(&verb) {
-            let key = (client_of(&self.headers), route.gvr.resource.clone());
+            let key = (self.user.name.clone(), route.gvr.resource.clone());
             *self.state.counters.writes_by_client.lock().entry(key).or_default() += 1;
         }
         let (latency, injected) = {
@@ -724,7 +786,7 @@ impl Ctx {
     /// Sends a write of one object to the validating webhooks whose rules match it (nothing to do, and
     /// nothing computed, when none does). `body` is the request body: the object for create and update, the
     /// patch for patch. A request the store will reject anyway (missing object, unreadable patch) is left to
-    /// the store.
+    /// the store. Writes of roles and bindings are first checked for RBAC escalation.
     async fn admit(
         &self,
         info: &ResourceInfo,
@@ -733,8 +795,9 @@ impl Ctx {
         body: Option<&Value>,
         patch: Option<&PatchKind>,
     ) -> Result<(), ApiError> {
+        let rbac_guarded = verb != "delete" && crate::auth::escalation::guards(&info.gvr.group, &info.gvr.resource);
         let configured = webhooks::configured_webhooks(self.store());
-        if configured.is_empty() {
+        if configured.is_empty() && !rbac_guarded {
             return Ok(());
         }
         let ns = route.namespace.as_deref();
@@ -756,7 +819,7 @@ impl Ctx {
             namespaced: info.namespaced,
         };
         let hooks = webhooks::select(configured, &attrs);
-        if hooks.is_empty() {
+        if hooks.is_empty() && !rbac_guarded {
             return Ok(());
         }
         let mut object = match (verb, patch, &old) {
@@ -796,6 +859,13 @@ impl Ctx {
                 meta.entry("namespace").or_insert_with(|| json!(ns));
             }
         }
+        if rbac_guarded && let Some(obj) = &object {
+            let ns = ns.unwrap_or_default();
+            crate::auth::escalation::confirm(self.store(), &self.user, &info.gvr.resource, ns, obj)?;
+        }
+        if hooks.is_empty() {
+            return Ok(());
+        }
         let name = route
             .name
             .clone()
@@ -813,7 +883,7 @@ impl Ctx {
             name: &name,
             object: object.as_ref(),
             old_object: old.as_ref().map(|o| &o.value),
-            username: webhooks::SIM_USERNAME,
+            username: &self.user.name,
         };
         webhooks::admit(&hooks, &input).await
     }

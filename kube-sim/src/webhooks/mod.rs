@@ -19,9 +19,6 @@ use crate::kinds::{Gvr, ResourceInfo};
 use crate::store::{ListOptions, Store};
 pub use rules::{Attributes, FailurePolicy, Operation, Webhook, webhooks_of};
 
-/// `userInfo.username` of every request sent to a webhook (the simulator authenticates no one).
-pub const SIM_USERNAME: &str = "kube-sim-admin";
-
 /// One request as the webhooks see it.
 #[derive(Clone, Copy, Debug)]
 pub struct AdmissionInput<'a> {
@@ -39,7 +36,7 @@ pub struct AdmissionInput<'a> {
     pub object: Option<&'a Value>,
     /// The stored object (update, delete).
     pub old_object: Option<&'a Value>,
-    /// Who asks (`userInfo.username`).
+    /// Who asks (`userInfo.username`: the authenticated user the request acts as).
     pub username: &'a str,
 }
 

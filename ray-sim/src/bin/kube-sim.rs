@@ -88,6 +88,9 @@ struct ServeArgs {
     /// Do not attach the hollow Ray (Ray heads behind head Services, submitter pods, hollow autoscaler).
     #[arg(long)]
     no_hollow_ray: bool,
+    /// Serve plain http instead of HTTPS with a generated CA (authentication and RBAC still apply).
+    #[arg(long)]
+    insecure_http: bool,
 }
 
 #[tokio::main]
@@ -110,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
         crd_files: args.crds,
         extra_namespaces: args.namespaces,
         request_log: false,
+        insecure_http: args.insecure_http,
         agents: AgentConfig {
             enabled: !args.no_agents,
             nodes: args.nodes,

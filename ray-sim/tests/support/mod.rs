@@ -65,7 +65,7 @@ pub fn start_server(dir: &Path) -> (Server, PathBuf) {
     let url = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("kube-sim did not start within 30 s");
-    assert!(url.starts_with("http"), "unexpected first line {url:?}");
+    assert!(url.starts_with("https://127.0.0.1:"), "unexpected first line {url:?}");
     assert!(kubeconfig.exists());
     (server, kubeconfig)
 }
@@ -105,6 +105,13 @@ impl Client {
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+
+    /// Writes `yaml` to `file` in the private directory and `apply`s it; returns stdout.
+    pub fn apply_manifest(&self, file: &str, yaml: &str) -> String {
+        let path = self.dir.join(file);
+        std::fs::write(&path, yaml).unwrap();
+        self.ok(&["apply", "-f", path.to_str().unwrap()])
     }
 
     /// [`Client::ok`] with owned arguments.
