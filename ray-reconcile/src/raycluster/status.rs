@@ -5,6 +5,7 @@ use super::error::PassError;
 use super::observed::{ObservedState, PodInfo, PodRole};
 use crate::conditions::{self, FALSE, TRUE};
 use crate::config::FeatureGates;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::{ClusterState, HeadInfo, RayCluster, RayClusterStatus, WorkerGroupSpec};
@@ -58,6 +59,19 @@ pub fn suspend_status(conditions: &[Condition]) -> Option<&'static str> {
         .find(|t| conditions::is_true(conditions, t))
 }
 
+/// `desiredCPU` / `desiredMemory` / `desiredGPU` / `desiredTPU`: the head pod's requests plus each group's
+/// times its raw `replicas` (KubeRay's `CalculateDesiredResources`), zeros included. A quantity that does not
+/// parse was refused by validation before this point; the fields are then left as they were, not guessed.
+fn set_desired_resources(status: &mut RayClusterStatus, spec: &ray_api::RayClusterSpec) {
+    if let Ok(resources) = ray_autoscale::desired_status_resources(spec) {
+        let quantity = |q: &ray_api::quantity::Qty| Some(Quantity(q.to_string()));
+        status.desired_cpu = quantity(&resources.cpu);
+        status.desired_memory = quantity(&resources.memory);
+        status.desired_gpu = quantity(&resources.gpu);
+        status.desired_tpu = quantity(&resources.tpu);
+    }
+}
+
 /// Compute the new status. An `Err` means KubeRay's `calculateStatus` failed: no status write.
 pub fn calculate_status(
     cluster: &RayCluster,
@@ -97,6 +111,7 @@ pub fn calculate_status(
     status.desired_worker_replicas = Some(desired);
     status.min_worker_replicas = Some(cluster_min_replicas(&groups));
     status.max_worker_replicas = Some(cluster_max_replicas(&groups));
+    set_desired_resources(&mut status, &cluster.spec);
     status.observed_generation = cluster.metadata.generation;
 
     let pod_count = i64::try_from(pods.len()).unwrap_or(i64::MAX);
@@ -367,5 +382,43 @@ mod tests {
         ];
         let refs: Vec<&PodInfo> = pods.iter().collect();
         assert_eq!(worker_replica_counts(&refs), (1, 1));
+    }
+
+    /// The desired resources: head 1 CPU / 5Gi requested, three workers of 500m / 1Gi / one GPU by limits.
+    #[test]
+    fn status_carries_the_desired_resources() {
+        let cluster: RayCluster = ray_api::yaml::from_yaml_documents(
+            r#"
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: demo, namespace: ns}
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - {name: ray-head, image: ray, resources: {requests: {cpu: "1", memory: 5Gi}}}
+  workerGroupSpecs:
+  - groupName: small
+    replicas: 3
+    minReplicas: 0
+    maxReplicas: 5
+    rayStartParams: {}
+    template:
+      spec:
+        containers:
+        - {name: ray-worker, image: ray, resources: {limits: {cpu: 500m, memory: 1Gi, nvidia.com/gpu: "1"}}}
+"#,
+        )
+        .unwrap()
+        .remove(0);
+        let mut status = RayClusterStatus::default();
+        set_desired_resources(&mut status, &cluster.spec);
+        let text = |q: Option<Quantity>| q.map(|q| q.0).unwrap_or_default();
+        assert_eq!(text(status.desired_cpu), "2500m");
+        assert_eq!(text(status.desired_memory), "8Gi");
+        assert_eq!(text(status.desired_gpu), "3");
+        assert_eq!(text(status.desired_tpu), "0");
     }
 }
