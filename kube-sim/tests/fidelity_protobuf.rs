@@ -92,6 +92,22 @@ fn without_server_fields(mut object: Value) -> Value {
     object
 }
 
+/// A simulator holding the ConfigMap kubectl's `create configmap` sends (as protobuf), and a client of it.
+async fn sim_with_kubectl_configmap() -> (SimHandle, Client) {
+    let sim = sim().await;
+    let client = sim.client();
+    call(
+        &client,
+        "POST",
+        CONFIGMAPS,
+        KUBECTL_ACCEPT,
+        PROTOBUF,
+        hex(KUBECTL_CONFIGMAP),
+    )
+    .await;
+    (sim, client)
+}
+
 #[tokio::test]
 async fn protobuf_create_stores_what_the_json_path_stores() {
     let sim = sim().await;
@@ -139,17 +155,7 @@ async fn protobuf_create_stores_what_the_json_path_stores() {
 
 #[tokio::test]
 async fn protobuf_accept_answers_objects_lists_and_status_errors_in_protobuf() {
-    let sim = sim().await;
-    let client = sim.client();
-    call(
-        &client,
-        "POST",
-        CONFIGMAPS,
-        KUBECTL_ACCEPT,
-        PROTOBUF,
-        hex(KUBECTL_CONFIGMAP),
-    )
-    .await;
+    let (_sim, client) = sim_with_kubectl_configmap().await;
     let json_get = call(
         &client,
         "GET",
@@ -205,17 +211,7 @@ async fn protobuf_accept_answers_objects_lists_and_status_errors_in_protobuf() {
 
 #[tokio::test]
 async fn protobuf_metadata_only_lists_for_metadata_informers() {
-    let sim = sim().await;
-    let client = sim.client();
-    call(
-        &client,
-        "POST",
-        CONFIGMAPS,
-        KUBECTL_ACCEPT,
-        PROTOBUF,
-        hex(KUBECTL_CONFIGMAP),
-    )
-    .await;
+    let (_sim, client) = sim_with_kubectl_configmap().await;
     let list = call(
         &client,
         "GET",
