@@ -219,37 +219,6 @@ pub(super) fn availability(pod: &Value, min_ready_seconds: i64) -> (bool, Option
     }
 }
 
-/// Writes `v` as JSON with object keys sorted, so the hash of a template does not depend on key order.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&m[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 /// 32-bit FNV-1a.
 fn fnv32a(chunks: &[&[u8]]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -275,8 +244,8 @@ pub(super) fn safe_encode(s: &str) -> String {
 /// Go's `spew` dump of the typed template; here it is the template's canonical JSON, so the values have the
 /// upstream shape but differ from a real cluster's.
 pub(super) fn template_hash(template: &Value, collision_count: Option<u32>) -> String {
-    let mut text = String::new();
-    canonical(template, &mut text);
+    // Keys sorted, so the hash of a template does not depend on key order.
+    let text = kube_compat::go_json::to_string_sorted(template);
     let count = collision_count.map(u32::to_le_bytes);
     let mut chunks: Vec<&[u8]> = vec![text.as_bytes()];
     if let Some(c) = &count {
