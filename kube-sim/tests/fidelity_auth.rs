@@ -3,12 +3,14 @@
 //! impersonation and the review APIs, each named after the kube-apiserver behaviour it mirrors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use kube::core::Status;
 use kube_sim::auth::tokens::TokenSpec;
-use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
+use kube_sim::{SimConfig, SimHandle};
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -18,16 +20,11 @@ use tokio_rustls::rustls::crypto::ring;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 async fn sim_with(insecure_http: bool) -> SimHandle {
-    SimServer::start(SimConfig {
+    support::api_only_sim(SimConfig {
         insecure_http,
-        agents: AgentConfig {
-            enabled: false,
-            ..AgentConfig::default()
-        },
         ..SimConfig::default()
     })
     .await
-    .unwrap()
 }
 
 async fn sim() -> SimHandle {

@@ -2,24 +2,18 @@
 //! content hashes, documents rebuilt when a CRD adds a kind, and schemas that name the served kinds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use http::header::ACCEPT;
 use http_body_util::BodyExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::PostParams;
-use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
+use kube_sim::{SimConfig, SimHandle};
 use serde_json::{Value, json};
 
 async fn sim() -> SimHandle {
-    SimServer::start(SimConfig {
-        agents: AgentConfig {
-            enabled: false,
-            ..AgentConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap()
+    support::api_only_sim(SimConfig::default()).await
 }
 
 /// `GET path` with an `Accept` header: status and body.

@@ -3,6 +3,8 @@
 //! side.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
+use kube_sim::{SimConfig, SimHandle};
 use parking_lot::Mutex;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls_pki_types::pem::PemObject as _;
@@ -112,15 +114,7 @@ async fn start_webhook() -> TestWebhook {
 }
 
 async fn sim() -> SimHandle {
-    SimServer::start(SimConfig {
-        agents: AgentConfig {
-            enabled: false,
-            ..AgentConfig::default()
-        },
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap()
+    support::api_only_sim(SimConfig::default()).await
 }
 
 fn vwc_resource() -> ApiResource {

@@ -1,9 +1,24 @@
-//! Helpers shared by kube-sim's integration tests.
+//! Helpers shared by kube-sim's integration tests. Each test file includes this module and uses only part of
+//! it.
+#![allow(dead_code)]
 
 use std::time::Duration;
 
 use kube::Api;
 use serde_json::Value;
+
+/// A simulator serving the API only (no hollow agents), started from `config`.
+pub async fn api_only_sim(config: kube_sim::SimConfig) -> kube_sim::SimHandle {
+    kube_sim::SimServer::start(kube_sim::SimConfig {
+        agents: kube_sim::AgentConfig {
+            enabled: false,
+            ..kube_sim::AgentConfig::default()
+        },
+        ..config
+    })
+    .await
+    .unwrap()
+}
 
 /// Upper bound for any single wait in these tests.
 pub const WAIT: Duration = Duration::from_secs(20);
