@@ -56,6 +56,9 @@ pub struct AgentConfig {
     pub volcano: bool,
     /// Run the hollow cert-manager (issues `cert-manager.io/v1` Certificates once their CRDs are installed).
     pub cert_manager: bool,
+    /// Run pods whose images are mapped as real processes (the kubelet's process runtime); `None` keeps every
+    /// pod hollow.
+    pub process_runtime: Option<crate::runtime::RuntimeConfig>,
 }
 
 impl Default for AgentConfig {
@@ -81,6 +84,7 @@ impl Default for AgentConfig {
             workload_controllers: true,
             volcano: true,
             cert_manager: true,
+            process_runtime: None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod http;
 pub mod kinds;
 pub mod logs;
 pub mod patch;
+pub mod runtime;
 pub mod sandbox;
 pub mod scale;
 pub mod select;

@@ -121,6 +121,24 @@ impl PodLogs {
         });
     }
 
+    /// A real process started for a container: like [`PodLogs::container_started`] without a line of its own,
+    /// since the process writes its log.
+    pub fn process_started(&self, pod_uid: &str, container: &str) {
+        self.with(pod_uid, container, |log| {
+            if log.started_once {
+                log.previous = Some(std::mem::take(&mut log.lines).into());
+                log.bytes = 0;
+            }
+            log.started_once = true;
+            log.running = true;
+        });
+    }
+
+    /// A container's real process exited (its last lines are its own output).
+    pub fn process_stopped(&self, pod_uid: &str, container: &str) {
+        self.with(pod_uid, container, |log| log.running = false);
+    }
+
     /// A container stopped; `text` is its last line(s) (how it exited).
     pub fn container_stopped(&self, pod_uid: &str, container: &str, text: &str) {
         self.with(pod_uid, container, |log| {

@@ -59,6 +59,7 @@ pub struct SimHandle {
     kubeconfig: String,
     agent_config: AgentConfig,
     tasks: Vec<JoinHandle<()>>,
+    process_runtime: Option<Arc<crate::runtime::ProcessRuntime>>,
 }
 
 impl std::fmt::Debug for SimHandle {
@@ -132,8 +133,22 @@ impl SimServer {
         tasks.push(tokio::spawn(crate::auth::bootstrap::run_aggregation(store.clone())));
         tasks.push(tokio::spawn(accept_loop(listener, http.clone())));
         tasks.push(tokio::spawn(watch_dropper(http.clone())));
+        let process_runtime = match &config.agents.process_runtime {
+            Some(rc) if config.agents.enabled && config.agents.kubelet => {
+                let ctx = crate::runtime::RuntimeContext {
+                    store: store.clone(),
+                    auth: auth.clone(),
+                    api: addr,
+                    pod_logs: config.agents.pod_logs.clone(),
+                };
+                let rt = crate::runtime::ProcessRuntime::start(rc.clone(), ctx)
+                    .map_err(|e| SimError::Io(std::io::Error::other(e.to_string())))?;
+                Some(rt)
+            }
+            _ => None,
+        };
         if config.agents.enabled {
-            tasks.extend(crate::agents::spawn(&store, &config.agents));
+            tasks.extend(crate::agents::spawn(&store, &config.agents, process_runtime.clone()));
         }
         let url = server_url(addr, auth.tls().is_some());
         let kubeconfig = render_kubeconfig(
@@ -152,6 +167,7 @@ impl SimServer {
             kubeconfig,
             agent_config: config.agents.clone(),
             tasks,
+            process_runtime,
         })
     }
 }
@@ -380,10 +396,24 @@ impl SimHandle {
         self.http.proxies.unregister(id);
     }
 
-    /// Stops the server (also done on drop).
+    /// The process runtime, when `AgentConfig::process_runtime` enabled it.
+    pub fn process_runtime(&self) -> Option<&Arc<crate::runtime::ProcessRuntime>> {
+        self.process_runtime.as_ref()
+    }
+
+    /// The `kubectl exec` backend of the process runtime, when it is enabled.
+    pub fn process_executor(&self) -> Option<Arc<dyn crate::sandbox::ContainerExecutor>> {
+        self.process_runtime.as_ref().map(crate::runtime::ProcessRuntime::executor)
+    }
+
+    /// Stops the server (also done on drop): aborts the tasks, then kills every process pod and removes
+    /// their sandboxes.
     pub fn shutdown(&mut self) {
         for t in self.tasks.drain(..) {
             t.abort();
+        }
+        if let Some(rt) = self.process_runtime.take() {
+            rt.shutdown();
         }
     }
 }

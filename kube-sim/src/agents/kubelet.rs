@@ -3,6 +3,7 @@
 //! deletion.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -14,6 +15,7 @@ use super::{
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
+use crate::runtime::{Placement, ProcessRuntime};
 use crate::store::{DeleteOptions, Store, StoredObject};
 
 /// Exit code of an OOM-killed container.
@@ -79,6 +81,8 @@ pub(super) struct Kubelet {
     retry: BTreeSet<Key>,
     /// Set by a failed write during a step.
     write_failed: bool,
+    /// Runs pods with mapped images as processes.
+    runtime: Option<Arc<ProcessRuntime>>,
 }
 
 const NODES: usize = 0;
@@ -143,7 +147,8 @@ fn containers(pod: &Value, list: &str) -> Vec<Value> {
     pod["spec"][list].as_array().cloned().unwrap_or_default()
 }
 
-fn order_conditions(conds: &mut [Value]) {
+/// Sorts pod conditions in the order the kubelet writes them.
+pub(super) fn order_conditions(conds: &mut [Value]) {
     conds.sort_by_key(|c| {
         let t = c["type"].as_str().unwrap_or_default();
         CONDITION_ORDER
@@ -170,7 +175,8 @@ fn restart_count(pod: &Value) -> u64 {
         .unwrap_or(0)
 }
 
-fn readiness_gates_ok(pod: &Value, conds: &[Value]) -> bool {
+/// Whether every readiness gate's condition is True.
+pub(super) fn readiness_gates_ok(pod: &Value, conds: &[Value]) -> bool {
     pod["spec"]["readinessGates"].as_array().into_iter().flatten().all(|g| {
         conds
             .iter()
@@ -179,7 +185,7 @@ fn readiness_gates_ok(pod: &Value, conds: &[Value]) -> bool {
 }
 
 impl Kubelet {
-    pub(super) fn new(config: AgentConfig, seed: u64, store: &Store) -> Self {
+    pub(super) fn new(config: AgentConfig, seed: u64, store: &Store, runtime: Option<Arc<ProcessRuntime>>) -> Self {
         Self {
             config,
             rng: fastrand::Rng::with_seed(seed ^ 0x6b75_6265_6c65_7400),
@@ -193,6 +199,7 @@ impl Kubelet {
             parked: BTreeSet::new(),
             retry: BTreeSet::new(),
             write_failed: false,
+            runtime,
         }
     }
 
@@ -211,6 +218,9 @@ impl Kubelet {
             {
                 self.tracks.remove(old.uid());
                 self.config.pod_logs.forget_pod(old.uid());
+                if let Some(rt) = &self.runtime {
+                    rt.remove(old.uid());
+                }
             }
             self.dirty.insert(ch.key);
         }
@@ -284,13 +294,22 @@ impl Kubelet {
         now_i: Instant,
     ) -> Option<Instant> {
         let v = &pod.value;
+        let placement = self.runtime.as_ref().map_or(Placement::Hollow, |rt| rt.placement(v));
+        if placement == Placement::Process
+            && let Some(rt) = self.runtime.clone()
+        {
+            return self.step_process(store, pod, net, tr, &rt, now_i);
+        }
         if is_terminating(v) {
             return self.kill(store, pod, tr, now_i);
         }
         if is_terminal(v) {
             return None;
         }
-        let failure = annotation(v, ANN_FAILURE).unwrap_or_default();
+        let failure = match placement {
+            Placement::Unmapped(_) => "image-pull",
+            _ => annotation(v, ANN_FAILURE).unwrap_or_default(),
+        };
         let (state, waiting) = container_state(v);
         match (phase(v), state.as_deref()) {
             ("Pending", _) => {
@@ -392,6 +411,65 @@ impl Kubelet {
         }
     }
 
+    /// Advances a process pod through the runtime and writes its status; deletes it once a graceful deletion
+    /// has stopped every process.
+    fn step_process(
+        &mut self,
+        store: &Store,
+        pod: &StoredObject,
+        net: &NodeNet,
+        tr: &mut Track,
+        rt: &ProcessRuntime,
+        now_i: Instant,
+    ) -> Option<Instant> {
+        let v = &pod.value;
+        if tr.killed {
+            return None;
+        }
+        if is_terminating(v) {
+            let (view, next) = rt.terminate(v);
+            let mut st = self.base_status(v, net);
+            super::process_status::apply(&mut st, v, &view);
+            if let Some(at) = next {
+                self.write(store, pod, Value::Object(st));
+                return Some(at);
+            }
+            if !self.write(store, pod, Value::Object(st)) {
+                return Some(now_i);
+            }
+            return self.delete_now(store, pod, tr);
+        }
+        if is_terminal(v) && !rt.has_pod(pod.uid()) {
+            return None;
+        }
+        let (view, next) = rt.sync(v);
+        let mut st = self.base_status(v, net);
+        super::process_status::apply(&mut st, v, &view);
+        self.write(store, pod, Value::Object(st));
+        if super::process_status::is_terminal_phase(view.phase) {
+            return None;
+        }
+        Some(next)
+    }
+
+    /// The final `DELETE` (grace 0) of a pod whose containers stopped.
+    fn delete_now(&mut self, store: &Store, pod: &StoredObject, tr: &mut Track) -> Option<Instant> {
+        let opts = DeleteOptions {
+            grace_period_seconds: Some(0),
+            precondition_uid: Some(pod.uid().to_string()),
+            ..DeleteOptions::default()
+        };
+        match store.delete(&Gvr::pods(), pod.namespace(), pod.name(), &opts) {
+            Ok(_) => tr.killed = true,
+            Err(e) if e.code == 404 => tr.killed = true,
+            Err(e) => {
+                self.write_failed = true;
+                tracing::debug!(error = %e, pod = pod.name(), "kubelet: delete failed");
+            }
+        }
+        None
+    }
+
     /// When and how the containers of a running pod exit, from its annotations (or the Job default).
     fn exit_plan(&self, pod: &Value) -> Option<ExitPlan> {
         let failure = annotation(pod, ANN_FAILURE).unwrap_or_default();
@@ -445,20 +523,7 @@ impl Kubelet {
             }
             self.log_stopped(pod, code, reason);
         }
-        let opts = DeleteOptions {
-            grace_period_seconds: Some(0),
-            precondition_uid: Some(pod.uid().to_string()),
-            ..DeleteOptions::default()
-        };
-        match store.delete(&Gvr::pods(), pod.namespace(), pod.name(), &opts) {
-            Ok(_) => tr.killed = true,
-            Err(e) if e.code == 404 => tr.killed = true,
-            Err(e) => {
-                self.write_failed = true;
-                tracing::debug!(error = %e, pod = pod.name(), "kubelet: delete failed");
-            }
-        }
-        None
+        self.delete_now(store, pod, tr)
     }
 
     /// Records the start of every app container in its log.

@@ -35,6 +35,7 @@ mod hooks;
 mod job;
 mod kubelet;
 mod nodes;
+mod process_status;
 pub mod quantity;
 mod replicaset;
 mod scheduler;
@@ -80,8 +81,12 @@ const BATCH_PAUSE: Duration = Duration::from_millis(1);
 pub struct DurationError(pub String);
 
 /// Starts the enabled agents on `store`; the server aborts the returned tasks when it stops. Nodes are
-/// created before this returns.
-pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle<()>> {
+/// created before this returns. With a `runtime`, the kubelet runs pods with mapped images as processes.
+pub fn spawn(
+    store: &Store,
+    config: &AgentConfig,
+    runtime: Option<Arc<crate::runtime::ProcessRuntime>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = Vec::new();
     if !config.enabled {
         return tasks;
@@ -92,7 +97,7 @@ pub fn spawn(store: &Store, config: &AgentConfig) -> Vec<tokio::task::JoinHandle
         tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, s)));
     }
     if config.kubelet {
-        let k = kubelet::Kubelet::new(config.clone(), store.config().seed, store);
+        let k = kubelet::Kubelet::new(config.clone(), store.config().seed, store, runtime);
         tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, k)));
     }
     if config.job_controller {
