@@ -403,7 +403,9 @@ impl SimHandle {
 
     /// The `kubectl exec` backend of the process runtime, when it is enabled.
     pub fn process_executor(&self) -> Option<Arc<dyn crate::sandbox::ContainerExecutor>> {
-        self.process_runtime.as_ref().map(crate::runtime::ProcessRuntime::executor)
+        self.process_runtime
+            .as_ref()
+            .map(crate::runtime::ProcessRuntime::executor)
     }
 
     /// Stops the server (also done on drop): aborts the tasks, then kills every process pod and removes

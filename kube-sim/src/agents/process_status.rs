@@ -58,7 +58,13 @@ pub(super) fn apply(st: &mut Map<String, Value>, pod: &Value, view: &PodView) {
             "containers with incomplete status: [{}]",
             names(&view.init, |c| !(c.started && c.container_id.is_some()))
         );
-        set_condition(&mut conds, "Initialized", "False", Some("ContainersNotInitialized"), Some(&msg));
+        set_condition(
+            &mut conds,
+            "Initialized",
+            "False",
+            Some("ContainersNotInitialized"),
+            Some(&msg),
+        );
     }
     set_condition(&mut conds, "PodScheduled", "True", None, None);
     let unready = names(&view.main, |c| !c.ready);
@@ -80,7 +86,13 @@ pub(super) fn apply(st: &mut Map<String, Value>, pod: &Value, view: &PodView) {
         }
     } else {
         let msg = format!("containers with unready status: [{unready}]");
-        set_condition(&mut conds, "ContainersReady", "False", Some("ContainersNotReady"), Some(&msg));
+        set_condition(
+            &mut conds,
+            "ContainersReady",
+            "False",
+            Some("ContainersNotReady"),
+            Some(&msg),
+        );
         set_condition(&mut conds, "Ready", "False", Some("ContainersNotReady"), Some(&msg));
     }
     order_conditions(&mut conds);

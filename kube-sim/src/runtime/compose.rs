@@ -45,10 +45,10 @@ pub struct Composed {
     pub working_dir: String,
 }
 
-/// The data of a Secret object, base64-decoded (`stringData` is merged by the API server already).
+/// The data of a Secret object: `data` base64-decoded, overlaid with any `stringData` the store kept.
 pub fn secret_data(secret: &Value) -> BTreeMap<String, String> {
     let engine = base64::engine::general_purpose::STANDARD;
-    secret["data"]
+    let mut out: BTreeMap<String, String> = secret["data"]
         .as_object()
         .into_iter()
         .flatten()
@@ -56,7 +56,13 @@ pub fn secret_data(secret: &Value) -> BTreeMap<String, String> {
             let bytes = engine.decode(v.as_str()?).ok()?;
             Some((k.clone(), String::from_utf8_lossy(&bytes).into_owned()))
         })
-        .collect()
+        .collect();
+    for (k, v) in secret["stringData"].as_object().into_iter().flatten() {
+        if let Some(v) = v.as_str() {
+            out.insert(k.clone(), v.to_string());
+        }
+    }
+    out
 }
 
 /// The data of a ConfigMap object (`data`, then `binaryData` decoded).
@@ -135,7 +141,10 @@ fn field_ref(pod: &Value, path: &str, facts: &NodeFacts) -> Result<String, Confi
         return Ok(pod["metadata"]["labels"][&k].as_str().unwrap_or_default().to_string());
     }
     if let Some(k) = bracket("metadata.annotations['") {
-        return Ok(pod["metadata"]["annotations"][&k].as_str().unwrap_or_default().to_string());
+        return Ok(pod["metadata"]["annotations"][&k]
+            .as_str()
+            .unwrap_or_default()
+            .to_string());
     }
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
     Ok(match path {
@@ -170,8 +179,7 @@ fn resource_field_ref(pod: &Value, container: &Value, r: &Value) -> Result<Strin
     if raw.is_null() {
         return Ok("0".into());
     }
-    let value =
-        quantity::parse_value(raw).map_err(|e| ConfigError(format!("invalid quantity in {res}: {e}")))?;
+    let value = quantity::parse_value(raw).map_err(|e| ConfigError(format!("invalid quantity in {res}: {e}")))?;
     let divisor = match r["divisor"].as_str() {
         Some(d) => quantity::parse_milli(d).map_err(|e| ConfigError(format!("invalid divisor {d:?}: {e}")))?,
         None => 1000,
@@ -260,7 +268,11 @@ fn value_from(
     let (sel, kind, data) = if let Some(s) = from.get("secretKeyRef") {
         (s, "Secret", objects.secret(ns, s["name"].as_str().unwrap_or_default()))
     } else if let Some(c) = from.get("configMapKeyRef") {
-        (c, "ConfigMap", objects.config_map(ns, c["name"].as_str().unwrap_or_default()))
+        (
+            c,
+            "ConfigMap",
+            objects.config_map(ns, c["name"].as_str().unwrap_or_default()),
+        )
     } else {
         return Ok(None);
     };
@@ -309,7 +321,10 @@ mod tests {
         assert_eq!(command_line(&json!({}), &img), vec!["/e", "c"]);
         assert_eq!(command_line(&json!({"args": ["a"]}), &img), vec!["/e", "a"]);
         assert_eq!(command_line(&json!({"command": ["/x"]}), &img), vec!["/x"]);
-        assert_eq!(command_line(&json!({"command": ["/x"], "args": ["a"]}), &img), vec!["/x", "a"]);
+        assert_eq!(
+            command_line(&json!({"command": ["/x"], "args": ["a"]}), &img),
+            vec!["/x", "a"]
+        );
     }
 
     #[test]
@@ -317,18 +332,18 @@ mod tests {
         let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "x"}},
                          "spec": {"nodeName": "n1"}});
         let c = json!({"name": "main", "command": ["echo", "$(POD)", "$(PW)"],
-            "resources": {"limits": {"memory": "1Gi", "cpu": "1500m"}},
-            "envFrom": [{"configMapRef": {"name": "c"}, "prefix": "CFG_"}],
-            "env": [
-                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
-                {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-                {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
-                {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
-                {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
-                {"name": "OPT", "valueFrom": {"configMapKeyRef": {"name": "gone", "key": "k", "optional": true}}},
-                {"name": "BOTH", "value": "$(POD)/$(CFG_mode)"}
-            ]});
+        "resources": {"limits": {"memory": "1Gi", "cpu": "1500m"}},
+        "envFrom": [{"configMapRef": {"name": "c"}, "prefix": "CFG_"}],
+        "env": [
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {"name": "OPT", "valueFrom": {"configMapKeyRef": {"name": "gone", "key": "k", "optional": true}}},
+            {"name": "BOTH", "value": "$(POD)/$(CFG_mode)"}
+        ]});
         let facts = NodeFacts {
             pod_ip: "10.0.0.5".into(),
             ..NodeFacts::default()

@@ -13,7 +13,7 @@ use super::cgroups::Cgroup;
 use super::compose::{Composed, compose};
 use super::launcher::{shell_quote, with_pdeathsig};
 use super::pod_sandbox::PodSandbox;
-use super::probes::{ExecRunner, Prober, ProbeSpec, Verdict};
+use super::probes::{ExecRunner, ProbeSpec, Prober, Verdict};
 use super::view::{ContainerView, StateView, Terminated};
 use super::volumes::resolve_in_root;
 use super::{Shared, signals};
@@ -142,6 +142,11 @@ impl Container {
         self.is_running() && self.started
     }
 
+    /// Whether a process was ever started for it.
+    pub fn has_run(&self) -> bool {
+        self.container_id.is_some()
+    }
+
     /// The exit code when it exited for good.
     pub fn exited(&self) -> Option<i32> {
         match &self.run {
@@ -152,7 +157,14 @@ impl Container {
 
     /// Advances the container: starts it when due, notices its exit, runs its probes. Returns when to look
     /// again.
-    pub fn step(&mut self, shared: &Shared, sandbox: &PodSandbox, pod: &Value, restart: Restart, now: Instant) -> Instant {
+    pub fn step(
+        &mut self,
+        shared: &Shared,
+        sandbox: &PodSandbox,
+        pod: &Value,
+        restart: Restart,
+        now: Instant,
+    ) -> Instant {
         let poll = now + shared.config.poll;
         match &mut self.run {
             Run::Exited(_) => now + Duration::from_secs(3600),
@@ -235,7 +247,14 @@ impl Container {
         next
     }
 
-    fn on_exit(&mut self, shared: &Shared, pod: &Value, status: std::process::ExitStatus, restart: Restart, now: Instant) {
+    fn on_exit(
+        &mut self,
+        shared: &Shared,
+        pod: &Value,
+        status: std::process::ExitStatus,
+        restart: Restart,
+        now: Instant,
+    ) {
         let Run::Running(p) = std::mem::replace(
             &mut self.run,
             Run::Waiting {
@@ -339,8 +358,8 @@ impl Container {
             .ok_or_else(|| config_err(format!("image {:?} has no mapping", self.image)))?;
         let image_config = mapping.root.config();
         let facts = shared.node_facts(pod, &sandbox.net);
-        let mut composed = compose(pod, &self.spec, &image_config, &shared.objects(), &facts)
-            .map_err(|e| config_err(e.0))?;
+        let mut composed =
+            compose(pod, &self.spec, &image_config, &shared.objects(), &facts).map_err(|e| config_err(e.0))?;
         finish_env(&mut composed, mapping.root.bin_dir(), pod);
         let user = user_of(pod, &self.spec, image_config.user);
         let root = sandbox
@@ -404,25 +423,29 @@ impl Container {
         let pod_uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_string();
         shared.ctx.pod_logs.process_started(&pod_uid, &self.name);
         for stream in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
         ]
         .into_iter()
         .flatten()
         {
             let logs = shared.ctx.pod_logs.clone();
             let (uid, name) = (pod_uid.clone(), self.name.clone());
-            let _ = std::thread::Builder::new()
-                .name("kube-sim-logs".into())
-                .spawn(move || {
-                    let mut reader = std::io::BufReader::new(stream);
-                    let mut line = Vec::new();
-                    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                        let text = String::from_utf8_lossy(&line);
-                        logs.append(&uid, &name, text.trim_end_matches(['\n', '\r']));
-                        line.clear();
-                    }
-                });
+            let _ = std::thread::Builder::new().name("kube-sim-logs".into()).spawn(move || {
+                let mut reader = std::io::BufReader::new(stream);
+                let mut line = Vec::new();
+                while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    let text = String::from_utf8_lossy(&line);
+                    logs.append(&uid, &name, text.trim_end_matches(['\n', '\r']));
+                    line.clear();
+                }
+            });
         }
         self.container_id = Some(new_container_id());
         let pod_ip = sandbox.net.ip;

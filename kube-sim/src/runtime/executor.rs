@@ -28,7 +28,9 @@ impl ContainerExecutor for ProcessExecutor {
             .upgrade()
             .ok_or_else(|| SandboxError::Unsupported("the process runtime has stopped".into()))?;
         if request.command.is_empty() {
-            return Err(SandboxError::Unsupported("you must specify at least one command for the container".into()));
+            return Err(SandboxError::Unsupported(
+                "you must specify at least one command for the container".into(),
+            ));
         }
         let target = runtime.exec_target(&request.namespace, &request.pod, &request.container)?;
         let mut cmd = tokio::process::Command::new(&target.prefix[0]);
@@ -50,10 +52,7 @@ impl ContainerExecutor for ProcessExecutor {
             context: "starting the exec'd process (nsenter)".into(),
             source,
         })?;
-        let stdin = child
-            .stdin
-            .take()
-            .map(|s| Box::pin(s) as crate::sandbox::ExecInput);
+        let stdin = child.stdin.take().map(|s| Box::pin(s) as crate::sandbox::ExecInput);
         let stdout = child
             .stdout
             .take()
@@ -63,9 +62,9 @@ impl ContainerExecutor for ProcessExecutor {
         let (tx, exit) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let code = match child.wait().await {
-                Ok(s) => s.code().unwrap_or_else(|| {
-                    128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)
-                }),
+                Ok(s) => s
+                    .code()
+                    .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)),
                 Err(_) => 1,
             };
             let _ = tx.send(code);

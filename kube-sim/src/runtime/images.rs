@@ -38,7 +38,11 @@ impl ImageMapping {
         if image.is_empty() || !dir.is_absolute() {
             return Err(err());
         }
-        let root = if rootfs { ImageRoot::Rootfs(dir) } else { ImageRoot::Host(dir) };
+        let root = if rootfs {
+            ImageRoot::Rootfs(dir)
+        } else {
+            ImageRoot::Host(dir)
+        };
         Ok(Self {
             image: image.to_string(),
             root,
@@ -218,12 +222,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("kube-sim-imgcfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let image = dir.join("config.json");
-        std::fs::write(&image, r#"{"config":{"Entrypoint":["/e"],"Cmd":["c"],"Env":["A=1"],"WorkingDir":"/w","User":"7:8"}}"#).unwrap();
+        std::fs::write(
+            &image,
+            r#"{"config":{"Entrypoint":["/e"],"Cmd":["c"],"Env":["A=1"],"WorkingDir":"/w","User":"7:8"}}"#,
+        )
+        .unwrap();
         let c = read_config(&image).unwrap();
         assert_eq!(c.entrypoint, vec!["/e"]);
         assert_eq!(c.env, vec![("A".to_string(), "1".to_string())]);
         assert_eq!(c.user, Some((7, Some(8))));
-        std::fs::write(&image, r#"{"process":{"args":["/bin/sh"],"env":["PATH=/bin"],"cwd":"/","user":{"uid":0,"gid":0}}}"#).unwrap();
+        std::fs::write(
+            &image,
+            r#"{"process":{"args":["/bin/sh"],"env":["PATH=/bin"],"cwd":"/","user":{"uid":0,"gid":0}}}"#,
+        )
+        .unwrap();
         let c = read_config(&image).unwrap();
         assert_eq!(c.entrypoint, vec!["/bin/sh"]);
         assert_eq!(c.working_dir.as_deref(), Some("/"));

@@ -107,7 +107,9 @@ pub struct RuntimeContext {
 
 impl std::fmt::Debug for RuntimeContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RuntimeContext").field("api", &self.api).finish_non_exhaustive()
+        f.debug_struct("RuntimeContext")
+            .field("api", &self.api)
+            .finish_non_exhaustive()
     }
 }
 
@@ -136,20 +138,38 @@ pub(crate) struct StoreObjects<'a> {
     shared: &'a Shared,
 }
 
+impl StoreObjects<'_> {
+    /// The `resource` object `namespace/name`, `None` when it does not exist.
+    fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Value> {
+        let o = self
+            .shared
+            .ctx
+            .store
+            .get(&Gvr::core(resource), Some(namespace), name)
+            .ok()?;
+        Some(o.value.clone())
+    }
+}
+
 impl compose::ObjectSource for StoreObjects<'_> {
     fn secret(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
-        let s = self.shared.ctx.store.get(&Gvr::core("secrets"), Some(namespace), name).ok()?;
-        Some(compose::secret_data(&s.value))
+        self.get("secrets", namespace, name).map(|v| compose::secret_data(&v))
     }
 
     fn config_map(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
-        let c = self.shared.ctx.store.get(&Gvr::core("configmaps"), Some(namespace), name).ok()?;
-        Some(compose::config_map_data(&c.value))
+        self.get("configmaps", namespace, name)
+            .map(|v| compose::config_map_data(&v))
     }
 }
 
 impl volumes::TokenSource for StoreObjects<'_> {
-    fn projected_token(&self, namespace: &str, pod: &str, audiences: &[String], seconds: u64) -> Result<String, String> {
+    fn projected_token(
+        &self,
+        namespace: &str,
+        pod: &str,
+        audiences: &[String],
+        seconds: u64,
+    ) -> Result<String, String> {
         crate::auth::tokens::pod_projected_token(
             self.shared.ctx.auth.issuer(),
             &self.shared.ctx.store,
@@ -215,7 +235,10 @@ impl Shared {
                 env.push((format!("{prefix}_SERVICE_PORT"), first["port"].to_string()));
                 for p in &ports {
                     if let Some(pn) = p["name"].as_str() {
-                        env.push((format!("{prefix}_SERVICE_PORT_{}", service_env_name(pn)), p["port"].to_string()));
+                        env.push((
+                            format!("{prefix}_SERVICE_PORT_{}", service_env_name(pn)),
+                            p["port"].to_string(),
+                        ));
                     }
                 }
             }
@@ -257,8 +280,10 @@ impl ProcessRuntime {
             move |source| SandboxError::Io { context, source }
         };
         let run = state_dir::RunId::next();
-        let state = state_dir::StateDir::create(&config.state_dir, &run)
-            .map_err(io(&format!("creating the runtime state directory under {}", config.state_dir.display())))?;
+        let state = state_dir::StateDir::create(&config.state_dir, &run).map_err(io(&format!(
+            "creating the runtime state directory under {}",
+            config.state_dir.display()
+        )))?;
         let launcher = launcher::Launcher::start().map_err(io("starting the launcher thread"))?;
         let cgroups = cgroups::CgroupRoot::create(&run);
         Ok(Arc::new(Self {
@@ -325,6 +350,11 @@ impl ProcessRuntime {
         if let Some(mut run) = run {
             run.destroy(&self.shared, &pod);
         }
+    }
+
+    /// This run's state directory (removed at shutdown).
+    pub fn state_path(&self) -> &std::path::Path {
+        self.shared.state.path()
     }
 
     /// Whether the runtime manages pod `uid`.

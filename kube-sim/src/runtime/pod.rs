@@ -46,7 +46,10 @@ impl PodRun {
                 .iter()
                 .map(|c| Container::new(c, c["restartPolicy"] == "Always", now))
                 .collect(),
-            mains: list("containers").iter().map(|c| Container::new(c, false, now)).collect(),
+            mains: list("containers")
+                .iter()
+                .map(|c| Container::new(c, false, now))
+                .collect(),
             init_done: 0,
             phase: "Pending",
             terminating: None,
@@ -57,10 +60,7 @@ impl PodRun {
     pub fn view(&self) -> PodView {
         PodView {
             phase: self.phase,
-            pod_ip: self
-                .sandbox
-                .as_ref()
-                .map_or_else(String::new, |s| s.net.ip.to_string()),
+            pod_ip: self.sandbox.as_ref().map_or_else(String::new, |s| s.net.ip.to_string()),
             init: self.inits.iter().map(Container::view).collect(),
             main: self.mains.iter().map(Container::view).collect(),
             initialized: self.init_done == self.inits.len(),
@@ -96,7 +96,11 @@ impl PodRun {
         }
         let mut next = now + Duration::from_secs(3600);
         let policy = restart_policy(pod);
-        let init_restart = if policy == "Never" { Restart::Never } else { Restart::OnFailure };
+        let init_restart = if policy == "Never" {
+            Restart::Never
+        } else {
+            Restart::OnFailure
+        };
         let Some(sandbox) = self.sandbox.as_ref() else {
             return now + SANDBOX_POLL;
         };
@@ -143,7 +147,10 @@ impl PodRun {
             self.finish(shared, pod);
             return now;
         }
-        self.phase = "Running";
+        // Running once a container has been started; before that (config or create errors) still Pending.
+        if self.mains.iter().any(Container::has_run) {
+            self.phase = "Running";
+        }
         next
     }
 

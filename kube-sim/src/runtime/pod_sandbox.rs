@@ -52,7 +52,9 @@ fn identity(pod: &Value) -> PodIdentity {
     PodIdentity {
         uid: s(&pod["metadata"]["uid"]),
         namespace: s(&pod["metadata"]["namespace"]),
-        hostname: pod["spec"]["hostname"].as_str().map_or_else(|| name.clone(), str::to_string),
+        hostname: pod["spec"]["hostname"]
+            .as_str()
+            .map_or_else(|| name.clone(), str::to_string),
         name,
         subdomain: pod["spec"]["subdomain"].as_str().map(str::to_string),
         host_network: pod["spec"]["hostNetwork"] == true,

@@ -66,7 +66,9 @@ fn q(p: &Path) -> String {
 fn overlay_safe(p: &Path) -> Result<String, ConfigError> {
     let s = p.to_string_lossy().into_owned();
     if s.contains([',', ':', '\\']) {
-        return Err(ConfigError(format!("path {s:?} cannot be an overlay layer (contains ',', ':' or '\\\\')")));
+        return Err(ConfigError(format!(
+            "path {s:?} cannot be an overlay layer (contains ',', ':' or '\\\\')"
+        )));
     }
     Ok(s)
 }

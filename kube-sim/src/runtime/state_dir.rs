@@ -64,6 +64,11 @@ impl StateDir {
         Ok(Self { dir })
     }
 
+    /// The run's directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
     /// The directory of pod `uid` (not created).
     pub fn pod_dir(&self, uid: &str) -> PathBuf {
         self.dir.join("pods").join(uid)

@@ -20,7 +20,8 @@ const DEFAULT_MODE: u32 = 0o644;
 /// What a projected service-account token needs from the API server.
 pub trait TokenSource {
     /// A token bound to pod `namespace/pod` for `audiences`, valid `seconds`.
-    fn projected_token(&self, namespace: &str, pod: &str, audiences: &[String], seconds: u64) -> Result<String, String>;
+    fn projected_token(&self, namespace: &str, pod: &str, audiences: &[String], seconds: u64)
+    -> Result<String, String>;
     /// The CA bundle clients verify the API server with (`ca.crt`).
     fn root_ca(&self) -> String;
 }
@@ -102,7 +103,9 @@ pub fn container_mounts(container: &Value, volumes: &PodVolumes) -> Result<Vec<M
         let name = m["name"].as_str().unwrap_or_default();
         let target = m["mountPath"].as_str().unwrap_or_default().to_string();
         let source = volumes.sources.get(name).ok_or_else(|| {
-            ConfigError(format!("container {cname}: volumeMounts[{i}].name: volume {name:?} is not defined"))
+            ConfigError(format!(
+                "container {cname}: volumeMounts[{i}].name: volume {name:?} is not defined"
+            ))
         })?;
         let source = match m["subPath"].as_str().filter(|s| !s.is_empty()) {
             Some(sub) => source.join(safe_relative(sub)?),
@@ -123,6 +126,8 @@ pub fn container_mounts(container: &Value, volumes: &PodVolumes) -> Result<Vec<M
             read_only: true,
         });
     }
+    // Parents before children, as container runtimes order mounts, so a nested mountPath is not hidden.
+    mounts.sort_by_key(|m| m.target.split('/').filter(|c| !c.is_empty()).count());
     Ok(mounts)
 }
 
@@ -153,7 +158,9 @@ fn safe_relative(p: &str) -> Result<PathBuf, ConfigError> {
     if path.components().all(|c| matches!(c, Component::Normal(_))) {
         Ok(path.to_path_buf())
     } else {
-        Err(ConfigError(format!("invalid path {p:?}: must be relative without '..'")))
+        Err(ConfigError(format!(
+            "invalid path {p:?}: must be relative without '..'"
+        )))
     }
 }
 
@@ -381,8 +388,15 @@ mod tests {
     #[test]
     fn downward_labels_are_quoted_lines() {
         let pod = json!({"metadata": {"labels": {"a": "1", "b": "x\"y"}}});
-        let files = downward_files(&pod, &json!([{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]), 0o644)
-            .unwrap();
-        assert_eq!(String::from_utf8(files[0].1.clone()).unwrap(), "a=\"1\"\nb=\"x\\\"y\"\n");
+        let files = downward_files(
+            &pod,
+            &json!([{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]),
+            0o644,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(files[0].1.clone()).unwrap(),
+            "a=\"1\"\nb=\"x\\\"y\"\n"
+        );
     }
 }

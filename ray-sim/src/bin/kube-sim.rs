@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use kube_sim::runtime::{ImageMapping, RuntimeConfig, UnmappedImages};
 use kube_sim::{AgentConfig, FaultConfig, SimConfig, SimServer};
 use ray_sim::{HollowRay, HollowRayOptions};
 
@@ -26,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the API until interrupted.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Scale benchmark: concurrent clients create pods against a `kube-sim serve` child while watchers follow.
     Bench(BenchArgs),
 }
@@ -91,6 +92,57 @@ struct ServeArgs {
     /// Serve plain http instead of HTTPS with a generated CA (authentication and RBAC still apply).
     #[arg(long)]
     insecure_http: bool,
+    /// Run containers of IMAGE as real processes on the host filesystem with DIR/bin first on PATH
+    /// (`IMAGE=DIR`, repeatable; an IMAGE without a tag matches every tag).
+    #[arg(long = "image-host", value_name = "IMAGE=DIR")]
+    image_host: Vec<String>,
+    /// Run containers of IMAGE as real processes with DIR (an unpacked OCI image: DIR/rootfs and
+    /// DIR/config.json, or a bare root filesystem) as their root (`IMAGE=DIR`, repeatable).
+    #[arg(long = "image-rootfs", value_name = "IMAGE=DIR")]
+    image_rootfs: Vec<String>,
+    /// What pods with an image no mapping covers do while mappings exist: run hollow, or fail with
+    /// ErrImagePull / ImagePullBackOff.
+    #[arg(long, value_enum, default_value = "hollow")]
+    unmapped_images: UnmappedArg,
+    /// Where the process runtime keeps pod state (volume files, overlay layers); stale state of killed runs
+    /// is removed at start.
+    #[arg(long)]
+    runtime_state_dir: Option<PathBuf>,
+    /// First CrashLoopBackOff delay of process pods, in seconds (doubles per restart up to 5 minutes).
+    #[arg(long, default_value_t = 10.0)]
+    crash_backoff_secs: f64,
+}
+
+/// `--unmapped-images`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum UnmappedArg {
+    /// Run the pod hollow.
+    Hollow,
+    /// ErrImagePull, then ImagePullBackOff.
+    Fail,
+}
+
+/// The process runtime settings of `kube-sim serve`, `None` without image mappings.
+fn runtime_config(args: &ServeArgs) -> anyhow::Result<Option<RuntimeConfig>> {
+    let mut images = Vec::new();
+    for (list, rootfs) in [(&args.image_host, false), (&args.image_rootfs, true)] {
+        for arg in list {
+            images.push(ImageMapping::parse(arg, rootfs)?);
+        }
+    }
+    if images.is_empty() {
+        return Ok(None);
+    }
+    let mut config = RuntimeConfig::new(images);
+    config.unmapped = match args.unmapped_images {
+        UnmappedArg::Hollow => UnmappedImages::Hollow,
+        UnmappedArg::Fail => UnmappedImages::Fail,
+    };
+    if let Some(dir) = &args.runtime_state_dir {
+        config.state_dir = dir.clone();
+    }
+    config.crash_backoff = Duration::try_from_secs_f64(args.crash_backoff_secs).context("--crash-backoff-secs")?;
+    Ok(Some(config))
 }
 
 #[tokio::main]
@@ -100,13 +152,14 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = match Cli::parse().command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Bench(args) => return bench(args).await,
     };
     let faults = match &args.faults {
         Some(spec) => FaultConfig::parse(spec).context("--faults")?,
         None => FaultConfig::default(),
     };
+    let process_runtime = runtime_config(&args)?;
     let config = SimConfig {
         listen: args.listen,
         faults,
@@ -120,6 +173,7 @@ async fn main() -> anyhow::Result<()> {
             node_cpu: args.node_cpu,
             node_memory: args.node_memory,
             pod_start_delay: Duration::from_millis(args.pod_start_delay),
+            process_runtime,
             ..AgentConfig::default()
         },
         ..SimConfig::default()
