@@ -417,6 +417,12 @@ async fn nothing_is_left_after_the_server_stops() {
     assert!(!cgroup.exists(), "the run's cgroups are removed");
 }
 
+/// A pod whose image no mapping covers.
+fn unmapped_pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "main", "image": "example.com/unknown:1"}]}})
+}
+
 /// The waiting reason of a pod's first container.
 fn waiting_reason(v: &Value) -> &str {
     v["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
@@ -428,12 +434,7 @@ fn waiting_reason(v: &Value) -> &str {
 async fn unmapped_images_fail_to_pull_in_strict_mode_and_run_hollow_otherwise() {
     let strict = sim(UnmappedImages::Fail).await;
     let pods: Api<Pod> = Api::default_namespaced(strict.client());
-    create(
-        &pods,
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nomap"},
-        "spec": {"containers": [{"name": "main", "image": "example.com/unknown:1"}]}}),
-    )
-    .await;
+    create(&pods, unmapped_pod("nomap")).await;
     wait_for(&pods, "nomap", "ErrImagePull", |v| waiting_reason(v) == "ErrImagePull").await;
     wait_for(&pods, "nomap", "ImagePullBackOff", |v| {
         waiting_reason(v) == "ImagePullBackOff"
@@ -441,12 +442,7 @@ async fn unmapped_images_fail_to_pull_in_strict_mode_and_run_hollow_otherwise() 
     .await;
     let lenient = sim(UnmappedImages::Hollow).await;
     let pods: Api<Pod> = Api::default_namespaced(lenient.client());
-    create(
-        &pods,
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hollow"},
-        "spec": {"containers": [{"name": "main", "image": "example.com/unknown:1"}]}}),
-    )
-    .await;
+    create(&pods, unmapped_pod("hollow")).await;
     wait_for(&pods, "hollow", "Running hollow", |v| v["status"]["phase"] == "Running").await;
     assert!(logs(&pods, "hollow").await.contains("hollow: no process runs"));
 }
@@ -478,4 +474,28 @@ async fn a_missing_command_is_a_create_error_and_a_missing_shell_command_exits_1
     );
     // kube-sim is still serving.
     assert!(pods.get("nocmd").await.is_ok());
+}
+
+#[tokio::test]
+async fn a_container_over_its_memory_limit_is_oom_killed() {
+    assert!(
+        PathBuf::from("/sys/fs/cgroup/memory").is_dir(),
+        "this test needs the cgroup v1 memory controller at /sys/fs/cgroup/memory"
+    );
+    let sim = sim(UnmappedImages::Hollow).await;
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    create(
+        &pods,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hog"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "python",
+            "command": ["python3", "-c", "b = bytearray(256 * 1024 * 1024); print(len(b))"],
+            "resources": {"limits": {"memory": "48Mi"}}}]}}),
+    )
+    .await;
+    let v = wait_for(&pods, "hog", "Failed", |v| v["status"]["phase"] == "Failed").await;
+    let t = &v["status"]["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(
+        (t["reason"].as_str(), t["exitCode"].as_i64()),
+        (Some("OOMKilled"), Some(137))
+    );
 }
