@@ -61,6 +61,8 @@ pub struct Container {
     /// A sidecar (init container with `restartPolicy: Always`).
     pub sidecar: bool,
     restart_count: u32,
+    /// Exits that led to a restart, for the back-off (reset after a long run).
+    crashes: u32,
     /// Failed attempts to create the process (config errors, missing command), for their back-off.
     create_failures: u32,
     run: Run,
@@ -108,6 +110,7 @@ impl Container {
             spec: spec.clone(),
             sidecar,
             restart_count: 0,
+            crashes: 0,
             create_failures: 0,
             run: Run::Waiting {
                 reason: "ContainerCreating".into(),
@@ -305,10 +308,10 @@ impl Container {
         }
         // A run that lasted long enough resets the back-off, as the kubelet forgets it after 10 minutes.
         if now.duration_since(p.started) > MAX_BACKOFF * 2 {
-            self.restart_count = 0;
+            self.crashes = 0;
         }
-        self.restart_count += 1;
-        let delay = backoff(shared.config.crash_backoff, self.restart_count);
+        self.crashes += 1;
+        let delay = backoff(shared.config.crash_backoff, self.crashes);
         let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
         let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
         self.last = Some(term);
@@ -327,6 +330,10 @@ impl Container {
     fn start(&mut self, shared: &Shared, sandbox: &PodSandbox, pod: &Value, now: Instant) {
         match self.try_start(shared, sandbox, pod, now) {
             Ok(p) => {
+                // `restartCount` counts restarts that happened, not exits waiting for one.
+                if self.last.is_some() {
+                    self.restart_count += 1;
+                }
                 self.create_failures = 0;
                 self.started = p.startup.is_none();
                 self.ready = false;
