@@ -11,6 +11,7 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams};
 use kube_sim::runtime::{ImageMapping, RuntimeConfig, UnmappedImages};
 use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
 use serde_json::{Value, json};
+use support::procs::processes_with;
 use support::wait_for;
 
 mod support;
@@ -56,20 +57,6 @@ fn shell_pod(name: &str, script: &str, restart: &str) -> Value {
 
 async fn logs(pods: &Api<Pod>, name: &str) -> String {
     pods.logs(name, &LogParams::default()).await.unwrap()
-}
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                .unwrap_or(false)
-        })
-        .collect()
 }
 
 /// Waits (bounded) until no process carries `marker`.

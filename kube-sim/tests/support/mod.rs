@@ -2,6 +2,8 @@
 //! it.
 #![allow(dead_code)]
 
+pub mod procs;
+
 use std::time::Duration;
 
 use kube::Api;

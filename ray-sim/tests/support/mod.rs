@@ -13,6 +13,18 @@ use std::time::Duration;
 /// Kills the simulator when the test ends, however it ends.
 pub struct Server(Child);
 
+impl Server {
+    /// Stops the simulator with SIGTERM (a clean shutdown) and waits for it.
+    pub fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM failed");
+        let _ = self.0.wait();
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -45,10 +57,16 @@ pub fn kubectl_available() -> bool {
 
 /// Starts `kube-sim serve` writing its kubeconfig into `dir`; returns it once the kubeconfig is written.
 pub fn start_server(dir: &Path) -> (Server, PathBuf) {
+    start_server_with(dir, &[])
+}
+
+/// [`start_server`] with extra `serve` arguments.
+pub fn start_server_with(dir: &Path, extra: &[&str]) -> (Server, PathBuf) {
     let kubeconfig = dir.join("kubeconfig");
     let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
         .args(["serve", "--kubeconfig"])
         .arg(&kubeconfig)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
