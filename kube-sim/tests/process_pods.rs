@@ -22,12 +22,21 @@ fn state_dir() -> PathBuf {
 }
 
 /// A simulator whose kubelet runs `busybox` and `python` images as host processes (`/usr/bin` first on
-/// PATH), with a fast back-off.
+/// PATH).
 async fn sim(unmapped: UnmappedImages) -> SimHandle {
-    let mut rt = RuntimeConfig::new(vec![
-        ImageMapping::parse("busybox=/usr", false).unwrap(),
-        ImageMapping::parse("python=/usr", false).unwrap(),
-    ]);
+    sim_with(
+        vec![
+            ImageMapping::parse("busybox=/usr", false).unwrap(),
+            ImageMapping::parse("python=/usr", false).unwrap(),
+        ],
+        unmapped,
+    )
+    .await
+}
+
+/// A simulator running `images` as processes, with a fast back-off.
+async fn sim_with(images: Vec<ImageMapping>, unmapped: UnmappedImages) -> SimHandle {
+    let mut rt = RuntimeConfig::new(images);
     rt.unmapped = unmapped;
     rt.state_dir = state_dir();
     rt.crash_backoff = Duration::from_millis(300);
@@ -348,7 +357,11 @@ async fn graceful_delete_sends_sigterm_then_sigkill_after_the_grace_period() {
     create(&pods, shell_pod("polite", "exec sleep 86400.2", "Always")).await;
     wait_for(&pods, "stubborn", "Running", |v| v["status"]["phase"] == "Running").await;
     wait_for(&pods, "polite", "Running", |v| v["status"]["phase"] == "Running").await;
-    assert!(!processes_with(&marker).is_empty());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&marker).is_empty() {
+        assert!(Instant::now() < deadline, "the background sleep starts");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let started = Instant::now();
     pods.delete("polite", &DeleteParams::default()).await.unwrap();
     pods.delete("stubborn", &DeleteParams::default()).await.unwrap();
@@ -485,4 +498,99 @@ async fn a_container_over_its_memory_limit_is_oom_killed() {
         (t["reason"].as_str(), t["exitCode"].as_i64()),
         (Some("OOMKilled"), Some(137))
     );
+}
+
+/// Builds a minimal unpacked image (`umoci unpack` layout): `rootfs/` holding only `/bin/sh` and the
+/// libraries it links, and a `config.json` with entrypoint, cmd, env and working directory.
+fn tiny_image() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("tiny-image-{}", std::process::id()));
+    let rootfs = dir.join("rootfs");
+    let shell = std::fs::canonicalize("/bin/sh").unwrap();
+    let ldd = std::process::Command::new("ldd")
+        .arg(&shell)
+        .output()
+        .expect("ldd runs");
+    let mut files = vec![shell.clone()];
+    files.extend(
+        String::from_utf8_lossy(&ldd.stdout)
+            .split_whitespace()
+            .filter(|w| w.starts_with('/'))
+            .map(PathBuf::from),
+    );
+    for f in files {
+        let target = rootfs.join(f.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &target).unwrap();
+    }
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    let sh = rootfs.join("bin/sh");
+    if !sh.exists() {
+        std::fs::copy(&shell, &sh).unwrap();
+    }
+    let config = json!({"config": {"Entrypoint": ["/bin/sh", "-c"],
+        "Cmd": ["echo $GREETING from $(pwd); [ -e /work ] || echo no-host-files; [ -e /proc/self ] && echo has-proc"],
+        "Env": ["GREETING=hi", "PATH=/bin"], "WorkingDir": "/srv"}});
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn rootfs_images_run_in_their_own_root_with_their_config() {
+    let image = tiny_image();
+    let mapping = ImageMapping::parse(&format!("tiny={}", image.display()), true).unwrap();
+    let sim = sim_with(vec![mapping], UnmappedImages::Hollow).await;
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    create(
+        &pods,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tiny"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "tiny:latest"}]}}),
+    )
+    .await;
+    wait_for(&pods, "tiny", "Succeeded", |v| v["status"]["phase"] == "Succeeded").await;
+    assert_eq!(logs(&pods, "tiny").await, "hi from /srv\nno-host-files\nhas-proc\n");
+    assert!(!image.join("rootfs/srv").exists(), "the image itself is not modified");
+    drop(sim);
+    std::fs::remove_dir_all(&image).unwrap();
+}
+
+#[tokio::test]
+async fn exec_runs_commands_inside_a_running_container() {
+    use tokio::io::AsyncReadExt as _;
+    let sim = sim(UnmappedImages::Hollow).await;
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    create(
+        &pods,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "target"},
+        "spec": {"volumes": [{"name": "scratch", "emptyDir": {}}],
+            "containers": [{"name": "main", "image": "busybox", "workingDir": "/scratch-kube-sim",
+                "env": [{"name": "WHO", "value": "exec"}],
+                "command": ["/bin/sh", "-c", "echo inside > /scratch-kube-sim/f; exec sleep 600"],
+                "volumeMounts": [{"name": "scratch", "mountPath": "/scratch-kube-sim"}]}]}}),
+    )
+    .await;
+    wait_for(&pods, "target", "Running", |v| v["status"]["phase"] == "Running").await;
+    let exec = sim.process_executor().expect("the runtime is enabled");
+    let request = |command: &[&str]| kube_sim::sandbox::ExecRequest {
+        namespace: "default".into(),
+        pod: "target".into(),
+        container: "main".into(),
+        command: command.iter().map(|s| s.to_string()).collect(),
+        tty: false,
+        stdin: false,
+    };
+    let mut p = exec
+        .exec(&request(&["/bin/sh", "-c", "echo $WHO $(pwd); echo oops >&2; exit 4"]))
+        .unwrap();
+    let mut out = String::new();
+    p.stdout.read_to_string(&mut out).await.unwrap();
+    let mut err = String::new();
+    p.stderr.as_mut().unwrap().read_to_string(&mut err).await.unwrap();
+    assert_eq!(out, "exec /scratch-kube-sim\n", "stderr: {err}");
+    assert_eq!(err, "oops\n");
+    assert_eq!(p.exit.await.unwrap(), 4);
+    let missing = exec.exec(&kube_sim::sandbox::ExecRequest {
+        container: "nope".into(),
+        ..request(&["true"])
+    });
+    assert!(missing.is_err());
 }

@@ -20,6 +20,8 @@ use super::{Shared, signals};
 
 /// The `PATH` a container gets when neither the image nor the spec sets one.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Longest wait for a stopped container's output to reach its log.
+const LOG_DRAIN: Duration = Duration::from_millis(200);
 /// Longest CrashLoopBackOff delay (the kubelet's 5 minutes).
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -37,6 +39,8 @@ struct Process {
     readiness: Option<Prober>,
     /// Set once the process was asked to stop (liveness failure, pod deletion).
     stopping: Option<Instant>,
+    /// The threads copying stdout and stderr into the log.
+    log_readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// What the container is doing.
@@ -276,6 +280,11 @@ impl Container {
             cg.remove();
         }
         signals::signal_group(p.child.id(), true);
+        // Let the last lines reach this run's log before a restart starts the next one.
+        let deadline = Instant::now() + LOG_DRAIN;
+        while p.log_readers.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let pod_uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
         shared.ctx.pod_logs.process_stopped(pod_uid, &self.name);
         let reason = if oom {
@@ -429,6 +438,7 @@ impl Container {
             .map_err(|e| ("RunContainerError", format!("starting the container process: {e}")))?;
         let pod_uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_string();
         shared.ctx.pod_logs.process_started(&pod_uid, &self.name);
+        let mut log_readers = Vec::new();
         for stream in [
             child
                 .stdout
@@ -444,7 +454,7 @@ impl Container {
         {
             let logs = shared.ctx.pod_logs.clone();
             let (uid, name) = (pod_uid.clone(), self.name.clone());
-            let _ = std::thread::Builder::new().name("kube-sim-logs".into()).spawn(move || {
+            let reader = std::thread::Builder::new().name("kube-sim-logs".into()).spawn(move || {
                 let mut reader = std::io::BufReader::new(stream);
                 let mut line = Vec::new();
                 while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
@@ -453,6 +463,10 @@ impl Container {
                     line.clear();
                 }
             });
+            match reader {
+                Ok(h) => log_readers.push(h),
+                Err(e) => tracing::warn!(error = %e, "process runtime: no log reader thread"),
+            }
         }
         self.container_id = Some(new_container_id());
         let pod_ip = sandbox.net.ip;
@@ -469,6 +483,7 @@ impl Container {
             liveness: prober("livenessProbe"),
             readiness: prober("readinessProbe"),
             stopping: None,
+            log_readers,
         })
     }
 
