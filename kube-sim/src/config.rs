@@ -56,6 +56,8 @@ pub struct AgentConfig {
     pub volcano: bool,
     /// Run the hollow cert-manager (issues `cert-manager.io/v1` Certificates once their CRDs are installed).
     pub cert_manager: bool,
+    /// Run the EndpointSlice and Endpoints controllers (the addresses behind every Service with a selector).
+    pub endpoints: bool,
 }
 
 impl Default for AgentConfig {
@@ -81,6 +83,7 @@ impl Default for AgentConfig {
             workload_controllers: true,
             volcano: true,
             cert_manager: true,
+            endpoints: true,
         }
     }
 }
@@ -128,6 +131,9 @@ pub struct SimConfig {
     /// kube-apiserver does (on by default). Off stores any JSON object: only for tests that store malformed
     /// custom resources on purpose.
     pub validate_custom_resources: bool,
+    /// The network of process pods: host (default) or a bridge with ClusterIPs and DNS
+    /// (docs/kube-sim.md#pod-network). Its service CIDR is where ClusterIPs come from in either mode.
+    pub pod_network: crate::network::PodNetworkConfig,
 }
 
 impl Default for SimConfig {
@@ -151,6 +157,7 @@ impl Default for SimConfig {
             agents: AgentConfig::default(),
             request_log: true,
             validate_custom_resources: true,
+            pod_network: crate::network::PodNetworkConfig::default(),
         }
     }
 }

@@ -35,6 +35,9 @@ pub enum SimError {
     /// The serving certificate or the token signing key could not be generated.
     #[error("credentials: {0}")]
     Auth(#[from] crate::auth::AuthError),
+    /// The pod network could not be set up.
+    #[error("{0}")]
+    Network(#[from] crate::network::NetworkError),
     /// A CRD manifest could not be loaded.
     #[error("CRD manifest {path}: {why}")]
     Crd {
@@ -59,6 +62,7 @@ pub struct SimHandle {
     kubeconfig: String,
     agent_config: AgentConfig,
     tasks: Vec<JoinHandle<()>>,
+    pod_network: crate::network::PodNetwork,
 }
 
 impl std::fmt::Debug for SimHandle {
@@ -114,7 +118,10 @@ impl SimServer {
     pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         let listener = TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
-        let store = Store::new(StoreConfig::from(&config));
+        let mut pod_network = crate::network::PodNetwork::prepare(&config.pod_network)?;
+        let mut store_config = StoreConfig::from(&config);
+        store_config.service_cidr = pod_network.service_block();
+        let store = Store::new(store_config);
         for ns in &config.extra_namespaces {
             if let Err(e) = store.create_namespace(ns)
                 && e.code != 409
@@ -126,7 +133,17 @@ impl SimServer {
             load_crd_file(&store, f)?;
         }
         crate::auth::bootstrap::install(&store);
-        let auth = Arc::new(crate::auth::Auth::new(!config.insecure_http, &config.token)?);
+        let extra_names: Vec<String> = pod_network
+            .kubernetes_service_ip()
+            .iter()
+            .map(|ip| ip.to_string())
+            .collect();
+        let auth = Arc::new(crate::auth::Auth::new(
+            !config.insecure_http,
+            &config.token,
+            &extra_names,
+        )?);
+        pod_network.start(&store, addr)?;
         let http = Arc::new(HttpState::new(store.clone(), &config, addr, auth.clone()));
         let mut tasks = vec![tokio::spawn(store.clone().run_controllers())];
         tasks.push(tokio::spawn(crate::auth::bootstrap::run_aggregation(store.clone())));
@@ -152,6 +169,7 @@ impl SimServer {
             kubeconfig,
             agent_config: config.agents.clone(),
             tasks,
+            pod_network,
         })
     }
 }
@@ -380,11 +398,18 @@ impl SimHandle {
         self.http.proxies.unregister(id);
     }
 
-    /// Stops the server (also done on drop).
+    /// The pod network: what the kubelet's process runtime attaches pods with, the bridge and the DNS
+    /// address in bridge mode.
+    pub fn pod_network(&self) -> &crate::network::PodNetwork {
+        &self.pod_network
+    }
+
+    /// Stops the server and removes the pod network (also done on drop).
     pub fn shutdown(&mut self) {
         for t in self.tasks.drain(..) {
             t.abort();
         }
+        self.pod_network.teardown();
     }
 }
 
