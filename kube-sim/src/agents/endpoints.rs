@@ -128,7 +128,7 @@ impl EndpointsController {
             let slice_name = slice["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let current = self.cache.maps[SLICES].get(&(ns.clone(), slice_name.clone()));
             if current.is_none_or(|c| differs(&c.value, &slice, &["endpoints", "ports", "addressType"])) {
-                ok &= write(store, &endpoint_slices(), ns, slice);
+                ok &= write(store, &endpoint_slices(), ns, current.map(AsRef::as_ref), slice);
             }
             wanted.insert(slice_name);
         }
@@ -143,7 +143,7 @@ impl EndpointsController {
         let legacy = desired_endpoints(svc, &groups);
         let current = self.cache.maps[ENDPOINTS].get(key);
         if current.is_none_or(|c| differs(&c.value, &legacy, &["subsets"])) {
-            ok &= write(store, &endpoints(), ns, legacy);
+            ok &= write(store, &endpoints(), ns, current.map(AsRef::as_ref), legacy);
         }
         ok
     }
@@ -170,9 +170,13 @@ impl Agent for EndpointsController {
     }
 }
 
-/// Writes (creates or replaces) an object; false on failure, which is retried.
-fn write(store: &Store, gvr: &Gvr, ns: &str, obj: Value) -> bool {
-    match store.update_or_create(gvr, Some(ns), obj, None) {
+/// Creates an object, or replaces `current` with it; false on failure, which is retried.
+fn write(store: &Store, gvr: &Gvr, ns: &str, current: Option<&StoredObject>, obj: Value) -> bool {
+    let written = match current {
+        None => store.create(gvr, Some(ns), obj),
+        Some(_) => store.update(gvr, Some(ns), obj, None),
+    };
+    match written {
         Ok(_) => true,
         Err(e) => {
             tracing::debug!(error = %e, resource = %gvr.resource, "endpoints write failed");
