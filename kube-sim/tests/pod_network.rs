@@ -463,10 +463,8 @@ async fn pods_services_dns_and_endpoints_over_the_bridge() {
         dns(gateway, "kubernetes.default.svc.cluster.local.", RecordType::A, false).await,
         ok(&[&k8s_ip])
     );
-    assert_eq!(
-        dns(gateway, "peers.default.svc.cluster.local.", RecordType::A, false).await,
-        ok(&both)
-    );
+    // The DNS follows the store a moment behind: wait for the headless Service's endpoints.
+    wait_dns(gateway, "peers.default.svc.cluster.local.", &both).await;
     assert_eq!(
         dns(gateway, "b.peers.default.svc.cluster.local.", RecordType::A, false).await,
         ok(&[&b.ip()])
