@@ -59,6 +59,8 @@ pub struct AgentConfig {
     /// Run pods whose images are mapped as real processes (the kubelet's process runtime); `None` keeps every
     /// pod hollow.
     pub process_runtime: Option<crate::runtime::RuntimeConfig>,
+    /// Run the EndpointSlice and Endpoints controllers (the addresses behind every Service with a selector).
+    pub endpoints: bool,
 }
 
 impl Default for AgentConfig {
@@ -85,6 +87,7 @@ impl Default for AgentConfig {
             volcano: true,
             cert_manager: true,
             process_runtime: None,
+            endpoints: true,
         }
     }
 }
@@ -132,6 +135,9 @@ pub struct SimConfig {
     /// kube-apiserver does (on by default). Off stores any JSON object: only for tests that store malformed
     /// custom resources on purpose.
     pub validate_custom_resources: bool,
+    /// The network of process pods: host (default) or a bridge with ClusterIPs and DNS
+    /// (docs/kube-sim.md#pod-network). Its service CIDR is where ClusterIPs come from in either mode.
+    pub pod_network: crate::network::PodNetworkConfig,
 }
 
 impl Default for SimConfig {
@@ -155,6 +161,7 @@ impl Default for SimConfig {
             agents: AgentConfig::default(),
             request_log: true,
             validate_custom_resources: true,
+            pod_network: crate::network::PodNetworkConfig::default(),
         }
     }
 }

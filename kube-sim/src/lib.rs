@@ -23,6 +23,7 @@ pub mod faults;
 pub mod http;
 pub mod kinds;
 pub mod logs;
+pub mod network;
 pub mod patch;
 pub mod runtime;
 pub mod sandbox;

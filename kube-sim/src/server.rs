@@ -35,6 +35,9 @@ pub enum SimError {
     /// The serving certificate or the token signing key could not be generated.
     #[error("credentials: {0}")]
     Auth(#[from] crate::auth::AuthError),
+    /// The pod network could not be set up.
+    #[error("{0}")]
+    Network(#[from] crate::network::NetworkError),
     /// A CRD manifest could not be loaded.
     #[error("CRD manifest {path}: {why}")]
     Crd {
@@ -60,6 +63,7 @@ pub struct SimHandle {
     agent_config: AgentConfig,
     tasks: Vec<JoinHandle<()>>,
     process_runtime: Option<Arc<crate::runtime::ProcessRuntime>>,
+    pod_network: crate::network::PodNetwork,
 }
 
 impl std::fmt::Debug for SimHandle {
@@ -115,7 +119,10 @@ impl SimServer {
     pub async fn start(config: SimConfig) -> Result<SimHandle, SimError> {
         let listener = TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
-        let store = Store::new(StoreConfig::from(&config));
+        let mut pod_network = crate::network::PodNetwork::prepare(&config.pod_network)?;
+        let mut store_config = StoreConfig::from(&config);
+        store_config.service_cidr = pod_network.service_block();
+        let store = Store::new(store_config);
         for ns in &config.extra_namespaces {
             if let Err(e) = store.create_namespace(ns)
                 && e.code != 409
@@ -127,7 +134,17 @@ impl SimServer {
             load_crd_file(&store, f)?;
         }
         crate::auth::bootstrap::install(&store);
-        let auth = Arc::new(crate::auth::Auth::new(!config.insecure_http, &config.token)?);
+        let extra_names: Vec<String> = pod_network
+            .kubernetes_service_ip()
+            .iter()
+            .map(|ip| ip.to_string())
+            .collect();
+        let auth = Arc::new(crate::auth::Auth::new(
+            !config.insecure_http,
+            &config.token,
+            &extra_names,
+        )?);
+        pod_network.start(&store, addr)?;
         let http = Arc::new(HttpState::new(store.clone(), &config, addr, auth.clone()));
         let mut tasks = vec![tokio::spawn(store.clone().run_controllers())];
         tasks.push(tokio::spawn(crate::auth::bootstrap::run_aggregation(store.clone())));
@@ -141,7 +158,12 @@ impl SimServer {
                     api: addr,
                     pod_logs: config.agents.pod_logs.clone(),
                 };
-                let rt = crate::runtime::ProcessRuntime::start(rc.clone(), ctx)
+                let mut rc = rc.clone();
+                // Bridge mode gives process pods their own network; otherwise they keep the configured one.
+                if pod_network.bridge().is_some() {
+                    rc.networking = pod_network.networking();
+                }
+                let rt = crate::runtime::ProcessRuntime::start(rc, ctx)
                     .map_err(|e| SimError::Io(std::io::Error::other(e.to_string())))?;
                 Some(rt)
             }
@@ -168,6 +190,7 @@ impl SimServer {
             agent_config: config.agents.clone(),
             tasks,
             process_runtime,
+            pod_network,
         })
     }
 }
@@ -408,8 +431,14 @@ impl SimHandle {
             .map(crate::runtime::ProcessRuntime::executor)
     }
 
-    /// Stops the server (also done on drop): aborts the tasks, then kills every process pod and removes
-    /// their sandboxes.
+    /// The pod network: what the kubelet's process runtime attaches pods with, the bridge and the DNS
+    /// address in bridge mode.
+    pub fn pod_network(&self) -> &crate::network::PodNetwork {
+        &self.pod_network
+    }
+
+    /// Stops the server (also done on drop): aborts the tasks, kills every process pod and removes their
+    /// sandboxes, then removes the pod network.
     pub fn shutdown(&mut self) {
         for t in self.tasks.drain(..) {
             t.abort();
@@ -417,6 +446,7 @@ impl SimHandle {
         if let Some(rt) = self.process_runtime.take() {
             rt.shutdown();
         }
+        self.pod_network.teardown();
     }
 }
 

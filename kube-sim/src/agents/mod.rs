@@ -1,6 +1,6 @@
 //! Hollow agents (docs/kube-sim.md#what-it-simulates): nodes, scheduler (with Volcano gang emulation), kubelet,
-//! Job controller, the `apps/v1` controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet) and a hollow
-//! cert-manager.
+//! Job controller, the `apps/v1` controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet), the EndpointSlice
+//! and Endpoints controllers and a hollow cert-manager.
 //!
 //! They run in-process as tasks and act only through [`crate::store::Store`] (never HTTP), so every change they
 //! make gets a resourceVersion and a watch event and passes the same validation as client writes. Their
@@ -31,6 +31,7 @@
 pub mod cert_manager;
 mod daemonset;
 pub mod deployment;
+pub mod endpoints;
 mod hooks;
 mod job;
 mod kubelet;
@@ -118,6 +119,10 @@ pub fn spawn(
     if config.cert_manager {
         let c = cert_manager::CertManager::new(store);
         tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, c)));
+    }
+    if config.endpoints {
+        let e = endpoints::EndpointsController::new(store);
+        tasks.push(tokio::spawn(run_loop(store.clone(), config.resync, e)));
     }
     tasks
 }

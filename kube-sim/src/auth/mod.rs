@@ -142,10 +142,11 @@ impl std::fmt::Debug for Auth {
 
 impl Auth {
     /// Generates the serving CA and certificate (unless `https` is false) and the token signing key; the
-    /// admin token `admin_token` authenticates as [`ADMIN_USER`] in [`GROUP_MASTERS`].
-    pub fn new(https: bool, admin_token: &str) -> Result<Self, AuthError> {
+    /// admin token `admin_token` authenticates as [`ADMIN_USER`] in [`GROUP_MASTERS`]. `extra_names` are
+    /// added to the certificate's [`tls::SERVING_NAMES`] (such as the `kubernetes` Service's ClusterIP).
+    pub fn new(https: bool, admin_token: &str, extra_names: &[String]) -> Result<Self, AuthError> {
         let tls = if https {
-            Some(tls::TlsMaterial::generate()?)
+            Some(tls::TlsMaterial::generate(extra_names)?)
         } else {
             None
         };

@@ -50,8 +50,8 @@ impl std::fmt::Debug for TlsMaterial {
 }
 
 impl TlsMaterial {
-    /// Generates a CA and a serving certificate for [`SERVING_NAMES`] signed by it.
-    pub fn generate() -> Result<Self, AuthError> {
+    /// Generates a CA and a serving certificate for [`SERVING_NAMES`] and `extra_names` signed by it.
+    pub fn generate(extra_names: &[String]) -> Result<Self, AuthError> {
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.distinguished_name.push(DnType::CommonName, CA_COMMON_NAME);
@@ -62,7 +62,9 @@ impl TlsMaterial {
         ];
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
         let key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(SERVING_NAMES.map(str::to_owned).to_vec())?;
+        let mut names = SERVING_NAMES.map(str::to_owned).to_vec();
+        names.extend(extra_names.iter().cloned());
+        let mut params = CertificateParams::new(names)?;
         params.distinguished_name.push(DnType::CommonName, SERVING_COMMON_NAME);
         let cert = params.signed_by(&key, &ca)?;
         let chain = vec![cert.der().clone(), ca.der().clone()];

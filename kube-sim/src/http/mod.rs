@@ -207,6 +207,13 @@ impl Query {
         self.0.get(k).map(String::as_str)
     }
 
+    /// The parameters as a query string (in no particular order).
+    fn encode(&self) -> String {
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(self.0.iter())
+            .finish()
+    }
+
     fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1"))
     }
@@ -608,7 +615,8 @@ impl Ctx {
             None => {}
             Some("status") if info.status_subresource => {}
             Some("scale") if info.scale_subresource && !info.custom => return self.scale(&info, &route, q, verb),
-            Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route).await,
+            Some("proxy") if info.gvr.resource == "services" => return self.proxy(&route, q).await,
+            Some("proxy") if info.gvr.resource == "pods" => return self.pod_proxy(&route, q).await,
             Some("log") if info.gvr.resource == "pods" && verb == "get" => {
                 let name = route.name.as_deref().unwrap_or_default();
                 let pod = self.store().get(gvr, ns, name)?;
@@ -964,7 +972,9 @@ impl Ctx {
         out.freeze()
     }
 
-    async fn proxy(&self, route: &Route) -> Result<Response<Body>, ApiError> {
+    /// The service proxy: an in-process backend when one claims the Service, else the Service's endpoint
+    /// over HTTP.
+    async fn proxy(&self, route: &Route, q: &Query) -> Result<Response<Body>, ApiError> {
         let ns = route.namespace.clone().unwrap_or_default();
         let raw = route.name.clone().unwrap_or_default();
         let (svc, port) = match raw.split_once(':') {
@@ -972,13 +982,7 @@ impl Ctx {
             None => (raw.clone(), String::new()),
         };
         let obj = self.store().get(&Gvr::services(), Some(&ns), &svc)?;
-        let backend = self.state.proxies.find(&ns, &svc, &obj.value).ok_or_else(|| {
-            ApiError::new(
-                503,
-                "ServiceUnavailable",
-                format!("no endpoints available for service \"{svc}\""),
-            )
-        })?;
+        let backend = self.state.proxies.find(&ns, &svc, &obj.value);
         let req = ProxyRequest {
             method: self.method.clone(),
             namespace: ns,
@@ -989,10 +993,14 @@ impl Ctx {
             } else {
                 route.rest.clone()
             },
-            query: String::new(),
+            query: q.encode(),
             headers: self.headers.clone(),
             body: self.body.clone(),
             service_object: Arc::new(obj.value.clone()),
+        };
+        let Some(backend) = backend else {
+            let target = proxy::service_endpoint(self.store(), &req.namespace, &obj.value, &req.port)?;
+            return Ok(proxy::forward_http(target, &req).await?.map(full));
         };
         let started = Instant::now();
         let resp = backend.handle(req).await;
@@ -1003,5 +1011,30 @@ impl Ctx {
             r.headers_mut().insert(header::CONTENT_TYPE, v);
         }
         Ok(r)
+    }
+
+    /// The pod proxy (`pods/{name}[:{port}]/proxy/{path}`): the pod's IP and port over HTTP.
+    async fn pod_proxy(&self, route: &Route, q: &Query) -> Result<Response<Body>, ApiError> {
+        let ns = route.namespace.clone().unwrap_or_default();
+        let raw = route.name.clone().unwrap_or_default();
+        let (name, port) = raw.split_once(':').unwrap_or((raw.as_str(), ""));
+        let pod = self.store().get(&Gvr::pods(), Some(&ns), name)?;
+        let target = proxy::pod_endpoint(&pod.value, port)?;
+        let req = ProxyRequest {
+            method: self.method.clone(),
+            namespace: ns,
+            service: String::new(),
+            port: port.to_string(),
+            path: if route.rest.is_empty() {
+                "/".into()
+            } else {
+                route.rest.clone()
+            },
+            query: q.encode(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            service_object: Arc::new(serde_json::Value::Null),
+        };
+        Ok(proxy::forward_http(target, &req).await?.map(full))
     }
 }

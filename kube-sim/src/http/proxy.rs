@@ -126,3 +126,128 @@ impl ProxyRegistry {
             .map(|(_, _, b)| b.clone())
     }
 }
+
+/// How long the API server's proxy waits for a pod's answer.
+const ENDPOINT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Request headers not passed on to a pod: hop-by-hop ones and the caller's credentials for the API server.
+const DROPPED_HEADERS: [&str; 5] = ["authorization", "connection", "host", "transfer-encoding", "upgrade"];
+
+fn unavailable(message: String) -> crate::ApiError {
+    crate::ApiError::new(503, "ServiceUnavailable", message)
+}
+
+/// The address of a ready endpoint behind port `port` (a port name or number, or empty for the only/first
+/// port) of Service `service` in `namespace`, from its EndpointSlices.
+pub fn service_endpoint(
+    store: &crate::Store,
+    namespace: &str,
+    service: &serde_json::Value,
+    port: &str,
+) -> Result<std::net::SocketAddr, crate::ApiError> {
+    let name = service["metadata"]["name"].as_str().unwrap_or_default();
+    let no_endpoints = || unavailable(format!("no endpoints available for service \"{name}\""));
+    let ports = service["spec"]["ports"].as_array().cloned().unwrap_or_default();
+    let svc_port = if port.is_empty() {
+        ports.first()
+    } else {
+        ports
+            .iter()
+            .find(|p| p["name"] == port || p["port"].as_u64().is_some_and(|n| n.to_string() == port))
+    }
+    .ok_or_else(no_endpoints)?;
+    let port_name = svc_port["name"].as_str().unwrap_or_default();
+    let selector = format!("{}={name}", crate::agents::endpoints::SERVICE_NAME_LABEL);
+    let slices = store.list(
+        &crate::agents::endpoints::endpoint_slices(),
+        Some(namespace),
+        &crate::ListOptions::labels(&selector)?,
+    )?;
+    slices
+        .items
+        .iter()
+        .find_map(|slice| {
+            let number = slice.value["ports"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"].as_str().unwrap_or_default() == port_name)?["port"]
+                .as_u64()
+                .and_then(|n| u16::try_from(n).ok())?;
+            let ip = slice.value["endpoints"]
+                .as_array()?
+                .iter()
+                .filter(|e| e["conditions"]["ready"].as_bool() != Some(false))
+                .find_map(|e| e["addresses"][0].as_str()?.parse::<std::net::IpAddr>().ok())?;
+            Some(std::net::SocketAddr::from((ip, number)))
+        })
+        .ok_or_else(no_endpoints)
+}
+
+/// The address of port `port` (a number, a container port's name, or empty for the first container port)
+/// of a running pod.
+pub fn pod_endpoint(pod: &serde_json::Value, port: &str) -> Result<std::net::SocketAddr, crate::ApiError> {
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let ip: std::net::IpAddr = pod["status"]["podIP"]
+        .as_str()
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| unavailable(format!("pod \"{name}\" has no IP address")))?;
+    let container_ports = || {
+        pod["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["ports"].as_array())
+            .flatten()
+    };
+    let number = match port.parse::<u16>() {
+        Ok(n) => Some(n),
+        Err(_) if port.is_empty() => container_ports()
+            .find_map(|p| p["containerPort"].as_u64())
+            .and_then(|n| u16::try_from(n).ok()),
+        Err(_) => container_ports()
+            .find(|p| p["name"] == port)
+            .and_then(|p| p["containerPort"].as_u64())
+            .and_then(|n| u16::try_from(n).ok()),
+    };
+    let number = number.ok_or_else(|| unavailable(format!("pod \"{name}\" has no port {port:?}")))?;
+    Ok(std::net::SocketAddr::from((ip, number)))
+}
+
+/// Forwards `request` over plain HTTP/1.1 to `target` and returns the pod's answer (status, headers, body).
+pub async fn forward_http(
+    target: std::net::SocketAddr,
+    request: &ProxyRequest,
+) -> Result<http::Response<Bytes>, crate::ApiError> {
+    use http_body_util::{BodyExt as _, Full};
+    let failed = |e: &dyn std::fmt::Display| unavailable(format!("error trying to reach {target}: {e}"));
+    let exchange = async {
+        let stream = tokio::net::TcpStream::connect(target).await.map_err(|e| failed(&e))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| failed(&e))?;
+        let conn_task = tokio::spawn(conn);
+        let uri = if request.query.is_empty() {
+            request.path.clone()
+        } else {
+            format!("{}?{}", request.path, request.query)
+        };
+        let mut builder = http::Request::builder().method(request.method.clone()).uri(uri);
+        for (k, v) in &request.headers {
+            if !DROPPED_HEADERS.contains(&k.as_str()) {
+                builder = builder.header(k, v);
+            }
+        }
+        let outgoing = builder
+            .header(http::header::HOST, target.to_string())
+            .body(Full::new(request.body.clone()))
+            .map_err(|e| failed(&e))?;
+        let response = sender.send_request(outgoing).await.map_err(|e| failed(&e))?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_err(|e| failed(&e))?.to_bytes();
+        conn_task.abort();
+        Ok(http::Response::from_parts(parts, body))
+    };
+    tokio::time::timeout(ENDPOINT_TIMEOUT, exchange)
+        .await
+        .map_err(|_| failed(&"timed out"))?
+}

@@ -319,6 +319,9 @@ pub struct StoreConfig {
     pub continue_ttl: Duration,
     /// Custom resources are pruned, defaulted and validated against their CRD's schema.
     pub validate_custom_resources: bool,
+    /// The block Service ClusterIPs are allocated from (its first host address is kept for the
+    /// `kubernetes` Service).
+    pub service_cidr: crate::network::Ipv4Cidr,
 }
 
 impl Default for StoreConfig {
@@ -339,6 +342,7 @@ impl From<&crate::SimConfig> for StoreConfig {
             service_account_admission: c.service_account_admission,
             continue_ttl: c.continue_ttl,
             validate_custom_resources: c.validate_custom_resources,
+            service_cidr: c.pod_network.service_cidr,
         }
     }
 }

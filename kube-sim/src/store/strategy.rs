@@ -303,7 +303,7 @@ impl Inner {
                 }
             }
             ("", "services") => {
-                let ip = self.allocate_service_ip();
+                let ip = self.allocate_service_ip(&config.service_cidr);
                 default_service(obj, None, &ip);
                 obj["status"] = json!({"loadBalancer": {}});
             }
@@ -354,11 +354,13 @@ impl Inner {
         Ok(())
     }
 
-    fn allocate_service_ip(&mut self) -> String {
-        // 10.96.0.0/12; skip .0 and the kubernetes service's .1.
+    fn allocate_service_ip(&mut self, block: &crate::network::Ipv4Cidr) -> String {
+        // Skip the network address and the first host address (the `kubernetes` Service's); wrap around
+        // when the block is used up.
         self.next_service_ip += 1;
-        let n = self.next_service_ip;
-        format!("10.{}.{}.{}", 96 + ((n >> 16) & 0x0f), (n >> 8) & 0xff, n & 0xff)
+        let span = block.size().saturating_sub(2).max(1);
+        let n = 2 + u64::from(self.next_service_ip.saturating_sub(2)) % span;
+        block.nth(n).map(|ip| ip.to_string()).unwrap_or_default()
     }
 
     /// The update pipeline shared by PUT and PATCH (after the patch is applied).

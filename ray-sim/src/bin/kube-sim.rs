@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use kube_sim::runtime::{ImageMapping, RuntimeConfig, UnmappedImages};
+use kube_sim::network::{Ipv4Cidr, PodNetworkConfig, PodNetworkMode};
 use kube_sim::{AgentConfig, FaultConfig, SimConfig, SimServer};
 use ray_sim::{HollowRay, HollowRayOptions};
 
@@ -49,6 +50,9 @@ struct BenchArgs {
     /// Run the server without hollow agents (API server only).
     #[arg(long)]
     no_agents: bool,
+    /// Run the server without the EndpointSlice and Endpoints controllers.
+    #[arg(long)]
+    no_endpoints: bool,
     /// Give up waiting for the watchers (and, with agents, for every pod to run) after this many seconds.
     #[arg(long, default_value_t = 300)]
     timeout_secs: u64,
@@ -89,6 +93,9 @@ struct ServeArgs {
     /// Do not attach the hollow Ray (Ray heads behind head Services, submitter pods, hollow autoscaler).
     #[arg(long)]
     no_hollow_ray: bool,
+    /// Do not run the EndpointSlice and Endpoints controllers.
+    #[arg(long)]
+    no_endpoints: bool,
     /// Serve plain http instead of HTTPS with a generated CA (authentication and RBAC still apply).
     #[arg(long)]
     insecure_http: bool,
@@ -111,6 +118,28 @@ struct ServeArgs {
     /// First CrashLoopBackOff delay of process pods, in seconds (doubles per restart up to 5 minutes).
     #[arg(long, default_value_t = 10.0)]
     crash_backoff_secs: f64,
+    /// Network of process pods: `host` (share the host's) or `bridge` (a namespace and IP per pod on a
+    /// bridge, ClusterIPs and cluster DNS; needs root). See docs/kube-sim.md#pod-network.
+    #[arg(long, value_enum, default_value_t = PodNetworkFlag::Host)]
+    pod_network: PodNetworkFlag,
+    /// Pool of pod IPs (bridge mode takes the next free /24 of it per instance).
+    #[arg(long, default_value = "10.250.0.0/16")]
+    pod_cidr: Ipv4Cidr,
+    /// Pool of Service ClusterIPs (bridge mode takes the next free /20 of it per instance).
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cidr: Ipv4Cidr,
+    /// Where bridge-mode instances record their slots and bind the pods' network namespaces.
+    #[arg(long, default_value = "/run/kube-sim/net")]
+    pod_network_state_dir: PathBuf,
+}
+
+/// `--pod-network` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PodNetworkFlag {
+    /// Pods share the host's network.
+    Host,
+    /// A bridge, a namespace per pod, ClusterIPs and cluster DNS.
+    Bridge,
 }
 
 /// `--unmapped-images`.
@@ -167,6 +196,15 @@ async fn main() -> anyhow::Result<()> {
         extra_namespaces: args.namespaces,
         request_log: false,
         insecure_http: args.insecure_http,
+        pod_network: PodNetworkConfig {
+            mode: match args.pod_network {
+                PodNetworkFlag::Host => PodNetworkMode::Host,
+                PodNetworkFlag::Bridge => PodNetworkMode::Bridge,
+            },
+            pod_cidr: args.pod_cidr,
+            service_cidr: args.service_cidr,
+            state_dir: args.pod_network_state_dir,
+        },
         agents: AgentConfig {
             enabled: !args.no_agents,
             nodes: args.nodes,
@@ -174,6 +212,7 @@ async fn main() -> anyhow::Result<()> {
             node_memory: args.node_memory,
             pod_start_delay: Duration::from_millis(args.pod_start_delay),
             process_runtime,
+            endpoints: !args.no_endpoints,
             ..AgentConfig::default()
         },
         ..SimConfig::default()
@@ -213,6 +252,9 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         .args(["serve", "--no-hollow-ray", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--nodes", &args.nodes.to_string()]);
+    if args.no_endpoints {
+        command.arg("--no-endpoints");
+    }
     if args.no_agents {
         command.arg("--no-agents");
     }

@@ -1,0 +1,455 @@
+//! The EndpointSlice and Endpoints controllers: for every Service with a selector, the addresses of the pods
+//! it selects (`discovery.k8s.io/v1` EndpointSlices with ready/serving/terminating conditions, and the
+//! legacy `v1` Endpoints), for hollow and process pods alike.
+//!
+//! Work is per Service: a pod change marks the Services of its namespace that select it (before or after the
+//! change); a pass recomputes each marked Service once and writes only what differs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{Agent, Cache, Key, condition_true, is_terminal, is_terminating, node_name};
+use crate::kinds::Gvr;
+use crate::store::{DeleteOptions, Store, StoredObject};
+
+/// Label naming an EndpointSlice's Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// Label naming the controller that manages an EndpointSlice.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// The [`MANAGED_BY_LABEL`] value of the EndpointSlice controller.
+pub const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
+/// Label of the objects of a headless Service.
+const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
+/// Label on Endpoints written by the Endpoints controller, telling the mirroring controller to skip them.
+const SKIP_MIRROR_LABEL: &str = "endpointslice.kubernetes.io/skip-mirror";
+/// Delay before retrying a Service whose write failed.
+const RETRY_DELAY: Duration = Duration::from_millis(50);
+
+const SERVICES: usize = 0;
+const PODS: usize = 1;
+const SLICES: usize = 2;
+const ENDPOINTS: usize = 3;
+
+/// The `discovery.k8s.io/v1` EndpointSlice resource.
+pub fn endpoint_slices() -> Gvr {
+    Gvr::new("discovery.k8s.io", "v1", "endpointslices")
+}
+
+/// The `v1` Endpoints resource.
+pub fn endpoints() -> Gvr {
+    Gvr::core("endpoints")
+}
+
+/// The controllers' state between passes.
+pub(super) struct EndpointsController {
+    cache: Cache,
+    /// Services to recompute.
+    dirty: BTreeSet<Key>,
+    /// Names of the managed EndpointSlices per Service.
+    slices_of: BTreeMap<Key, BTreeSet<String>>,
+}
+
+impl EndpointsController {
+    pub(super) fn new(store: &Store) -> Self {
+        Self {
+            cache: Cache::new(store, &[Gvr::services(), Gvr::pods(), endpoint_slices(), endpoints()]),
+            dirty: BTreeSet::new(),
+            slices_of: BTreeMap::new(),
+        }
+    }
+
+    fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
+        match kind {
+            SERVICES | ENDPOINTS => {
+                self.dirty.insert(key.clone());
+            }
+            PODS => {
+                let ns = &key.0;
+                let selects = |svc: &Value| {
+                    [old, new]
+                        .into_iter()
+                        .flatten()
+                        .any(|pod| selector_matches(&svc["spec"]["selector"], &pod.value))
+                };
+                let hits: Vec<Key> = self.cache.maps[SERVICES]
+                    .range((ns.clone(), String::new())..)
+                    .take_while(|(k, _)| &k.0 == ns)
+                    .filter(|(_, svc)| selects(&svc.value))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                self.dirty.extend(hits);
+            }
+            _ => {
+                for obj in [old, new].into_iter().flatten() {
+                    if let Some(svc) = managed_slice_service(&obj.value) {
+                        let svc_key = (key.0.clone(), svc.to_string());
+                        let names = self.slices_of.entry(svc_key.clone()).or_default();
+                        if new.is_some() {
+                            names.insert(key.1.clone());
+                        } else {
+                            names.remove(&key.1);
+                        }
+                        self.dirty.insert(svc_key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed.
+    fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
+        let (ns, name) = key;
+        let svc = self.cache.maps[SERVICES].get(key).cloned();
+        let selected = svc.as_ref().filter(|s| has_selector(&s.value));
+        let Some(svc) = selected else {
+            // Slices are owned by the Service and go with it; the Endpoints we wrote are removed here.
+            let ours = self.cache.maps[ENDPOINTS]
+                .get(key)
+                .is_some_and(|e| e.value["metadata"]["labels"][SKIP_MIRROR_LABEL] == "true");
+            if svc.is_none() && ours {
+                return delete(store, &endpoints(), ns, name);
+            }
+            return true;
+        };
+        let pods: Vec<&StoredObject> = self.cache.maps[PODS]
+            .range((ns.clone(), String::new())..)
+            .take_while(|(k, _)| &k.0 == ns)
+            .map(|(_, p)| p.as_ref())
+            .filter(|p| selector_matches(&svc.value["spec"]["selector"], &p.value))
+            .filter(|p| !is_terminal(&p.value) && pod_ip(&p.value).is_some())
+            .collect();
+        let groups = group_by_ports(&svc.value, &pods);
+        let mut ok = true;
+        let mut wanted = BTreeSet::new();
+        for (i, (ports, members)) in groups.iter().enumerate() {
+            let slice = desired_slice(svc, i, ports, members);
+            let slice_name = slice["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let current = self.cache.maps[SLICES].get(&(ns.clone(), slice_name.clone()));
+            if current.is_none_or(|c| differs(&c.value, &slice, &["endpoints", "ports", "addressType"])) {
+                ok &= write(store, &endpoint_slices(), ns, current.map(AsRef::as_ref), slice);
+            }
+            wanted.insert(slice_name);
+        }
+        let stale: Vec<String> = self
+            .slices_of
+            .get(key)
+            .map(|s| s.difference(&wanted).cloned().collect())
+            .unwrap_or_default();
+        for slice_name in stale {
+            ok &= delete(store, &endpoint_slices(), ns, &slice_name);
+        }
+        let legacy = desired_endpoints(svc, &groups);
+        let current = self.cache.maps[ENDPOINTS].get(key);
+        if current.is_none_or(|c| differs(&c.value, &legacy, &["subsets"])) {
+            ok &= write(store, &endpoints(), ns, current.map(AsRef::as_ref), legacy);
+        }
+        ok
+    }
+}
+
+impl Agent for EndpointsController {
+    fn pass(&mut self, store: &Store) -> Option<Duration> {
+        for change in self.cache.sync() {
+            self.note(change.kind, &change.key, change.old.as_deref(), change.new.as_deref());
+        }
+        let mut failed = BTreeSet::new();
+        for key in std::mem::take(&mut self.dirty) {
+            if !self.reconcile(store, &key) {
+                failed.insert(key);
+            }
+        }
+        let retry = !failed.is_empty();
+        self.dirty = failed;
+        retry.then_some(RETRY_DELAY)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.cache.has_pending()
+    }
+}
+
+/// Creates an object, or replaces `current` with it; false on failure, which is retried.
+fn write(store: &Store, gvr: &Gvr, ns: &str, current: Option<&StoredObject>, obj: Value) -> bool {
+    let written = match current {
+        None => store.create(gvr, Some(ns), obj),
+        Some(_) => store.update(gvr, Some(ns), obj, None),
+    };
+    match written {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::debug!(error = %e, resource = %gvr.resource, "endpoints write failed");
+            false
+        }
+    }
+}
+
+fn delete(store: &Store, gvr: &Gvr, ns: &str, name: &str) -> bool {
+    match store.delete(gvr, Some(ns), name, &DeleteOptions::default()) {
+        Ok(_) => true,
+        Err(e) => e.code == 404,
+    }
+}
+
+/// Whether any of `fields` of the stored object differs from the desired one (labels included).
+fn differs(current: &Value, desired: &Value, fields: &[&str]) -> bool {
+    let norm = |v: &Value| if v.is_null() { json!([]) } else { v.clone() };
+    fields.iter().any(|f| norm(&current[*f]) != norm(&desired[*f]))
+        || current["metadata"]["labels"] != desired["metadata"]["labels"]
+}
+
+/// The Service an EndpointSlice belongs to, when the EndpointSlice controller manages it.
+fn managed_slice_service(slice: &Value) -> Option<&str> {
+    let labels = &slice["metadata"]["labels"];
+    (labels[MANAGED_BY_LABEL] == MANAGED_BY)
+        .then(|| labels[SERVICE_NAME_LABEL].as_str())
+        .flatten()
+}
+
+fn has_selector(svc: &Value) -> bool {
+    svc["spec"]["selector"].as_object().is_some_and(|m| !m.is_empty())
+}
+
+/// Whether the pod's labels carry every pair of a Service's `spec.selector`.
+pub fn selector_matches(selector: &Value, pod: &Value) -> bool {
+    let Some(sel) = selector.as_object().filter(|m| !m.is_empty()) else {
+        return false;
+    };
+    let labels = &pod["metadata"]["labels"];
+    sel.iter().all(|(k, v)| labels[k] == *v)
+}
+
+fn pod_ip(pod: &Value) -> Option<&str> {
+    pod["status"]["podIP"].as_str().filter(|ip| !ip.is_empty())
+}
+
+fn is_headless(svc: &Value) -> bool {
+    svc["spec"]["clusterIP"] == "None"
+}
+
+/// A Service port resolved for a pod: (name, number, protocol, appProtocol).
+type ResolvedPort = (String, i64, String, Option<String>);
+
+/// The pod's number for a Service port's `targetPort` (a number, or the name of a container port).
+pub fn resolve_target_port(svc_port: &Value, pod: &Value) -> Option<i64> {
+    let target = if svc_port["targetPort"].is_null() {
+        &svc_port["port"]
+    } else {
+        &svc_port["targetPort"]
+    };
+    if let Some(n) = target.as_i64() {
+        return Some(n);
+    }
+    let name = target.as_str()?;
+    if let Ok(n) = name.parse::<i64>() {
+        return Some(n);
+    }
+    let containers = pod["spec"]["containers"].as_array()?;
+    containers
+        .iter()
+        .filter_map(|c| c["ports"].as_array())
+        .flatten()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["containerPort"].as_i64())
+}
+
+/// The selected pods grouped by how the Service's ports resolve for them (one EndpointSlice per group); a
+/// Service without pods has one empty group.
+fn group_by_ports<'a>(svc: &Value, pods: &[&'a StoredObject]) -> Vec<(Vec<ResolvedPort>, Vec<&'a StoredObject>)> {
+    let svc_ports = svc["spec"]["ports"].as_array().cloned().unwrap_or_default();
+    let mut groups: Vec<(Vec<ResolvedPort>, Vec<&StoredObject>)> = Vec::new();
+    for pod in pods {
+        let ports: Vec<ResolvedPort> = svc_ports
+            .iter()
+            .filter_map(|p| {
+                let number = resolve_target_port(p, &pod.value)?;
+                Some((
+                    p["name"].as_str().unwrap_or_default().to_string(),
+                    number,
+                    p["protocol"].as_str().unwrap_or("TCP").to_string(),
+                    p["appProtocol"].as_str().map(str::to_string),
+                ))
+            })
+            .collect();
+        match groups.iter_mut().find(|(p, _)| *p == ports) {
+            Some((_, members)) => members.push(pod),
+            None => groups.push((ports, vec![pod])),
+        }
+    }
+    if groups.is_empty() {
+        groups.push((Vec::new(), Vec::new()));
+    }
+    groups
+}
+
+/// Labels of the objects derived from a Service: its own labels plus the headless marker.
+fn derived_labels(svc: &Value) -> Map<String, Value> {
+    let mut labels = svc["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    if is_headless(svc) {
+        labels.insert(HEADLESS_LABEL.into(), json!(""));
+    }
+    labels
+}
+
+/// The pod's `hostname` in its Service's records: set when the pod's `spec.subdomain` names the Service.
+fn endpoint_hostname<'a>(svc: &StoredObject, pod: &'a Value) -> Option<&'a str> {
+    (pod["spec"]["subdomain"].as_str() == Some(svc.name()))
+        .then(|| pod["spec"]["hostname"].as_str())
+        .flatten()
+}
+
+fn target_ref(pod: &StoredObject) -> Value {
+    json!({"kind": "Pod", "namespace": pod.namespace(), "name": pod.name(), "uid": pod.uid()})
+}
+
+/// Whether a pod counts as ready behind the Service (its Ready condition, or the Service publishes
+/// not-ready addresses).
+fn serving(svc: &Value, pod: &Value) -> bool {
+    svc["spec"]["publishNotReadyAddresses"].as_bool() == Some(true) || condition_true(pod, "Ready")
+}
+
+fn desired_slice(svc: &StoredObject, index: usize, ports: &[ResolvedPort], pods: &[&StoredObject]) -> Value {
+    let suffix: String = svc.uid().chars().filter(char::is_ascii_alphanumeric).take(5).collect();
+    let name = if index == 0 {
+        format!("{}-{suffix}", svc.name())
+    } else {
+        format!("{}-{suffix}{index}", svc.name())
+    };
+    let mut labels = derived_labels(&svc.value);
+    labels.insert(SERVICE_NAME_LABEL.into(), json!(svc.name()));
+    labels.insert(MANAGED_BY_LABEL.into(), json!(MANAGED_BY));
+    let endpoints: Vec<Value> = pods
+        .iter()
+        .map(|pod| {
+            let p = &pod.value;
+            let terminating = is_terminating(p);
+            let serving = serving(&svc.value, p);
+            let mut e = json!({
+                "addresses": [pod_ip(p)],
+                "conditions": {"ready": serving && !terminating, "serving": serving, "terminating": terminating},
+                "targetRef": target_ref(pod),
+            });
+            if let Some(h) = endpoint_hostname(svc, p) {
+                e["hostname"] = json!(h);
+            }
+            if let Some(n) = node_name(p) {
+                e["nodeName"] = json!(n);
+            }
+            e
+        })
+        .collect();
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|(name, port, protocol, app)| {
+            let mut p = json!({"name": name, "port": port, "protocol": protocol});
+            if let Some(a) = app {
+                p["appProtocol"] = json!(a);
+            }
+            p
+        })
+        .collect();
+    json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": name,
+            "namespace": svc.namespace(),
+            "labels": labels,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": svc.name(), "uid": svc.uid(),
+                                 "controller": true, "blockOwnerDeletion": true}],
+        },
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+        "ports": ports,
+    })
+}
+
+fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&StoredObject>)]) -> Value {
+    let mut labels = derived_labels(&svc.value);
+    labels.insert(SKIP_MIRROR_LABEL.into(), json!("true"));
+    let subsets: Vec<Value> = groups
+        .iter()
+        .filter_map(|(ports, pods)| {
+            let mut ready = Vec::new();
+            let mut not_ready = Vec::new();
+            for pod in pods.iter().filter(|p| !is_terminating(&p.value)) {
+                let p = &pod.value;
+                let mut a = json!({"ip": pod_ip(p), "targetRef": target_ref(pod)});
+                if let Some(h) = endpoint_hostname(svc, p) {
+                    a["hostname"] = json!(h);
+                }
+                if let Some(n) = node_name(p) {
+                    a["nodeName"] = json!(n);
+                }
+                if serving(&svc.value, p) {
+                    ready.push(a);
+                } else {
+                    not_ready.push(a);
+                }
+            }
+            if ready.is_empty() && not_ready.is_empty() {
+                return None;
+            }
+            let mut subset = json!({
+                "ports": ports.iter().map(|(name, port, protocol, _)| {
+                    let mut p = json!({"port": port, "protocol": protocol});
+                    if !name.is_empty() {
+                        p["name"] = json!(name);
+                    }
+                    p
+                }).collect::<Vec<_>>(),
+            });
+            if !ready.is_empty() {
+                subset["addresses"] = json!(ready);
+            }
+            if !not_ready.is_empty() {
+                subset["notReadyAddresses"] = json!(not_ready);
+            }
+            Some(subset)
+        })
+        .collect();
+    let mut obj = json!({
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": svc.name(), "namespace": svc.namespace(), "labels": labels},
+    });
+    if !subsets.is_empty() {
+        obj["subsets"] = json!(subsets);
+    }
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_target_ports_resolve_from_container_ports() {
+        let pod = json!({"spec": {"containers": [{"ports": [{"name": "dashboard", "containerPort": 8265}]}]}});
+        assert_eq!(
+            resolve_target_port(&json!({"port": 80, "targetPort": "dashboard"}), &pod),
+            Some(8265)
+        );
+        assert_eq!(
+            resolve_target_port(&json!({"port": 80, "targetPort": 8080}), &pod),
+            Some(8080)
+        );
+        assert_eq!(resolve_target_port(&json!({"port": 80}), &pod), Some(80));
+        assert_eq!(
+            resolve_target_port(&json!({"port": 80, "targetPort": "gcs"}), &pod),
+            None
+        );
+    }
+
+    #[test]
+    fn selectors_need_every_pair() {
+        let pod = json!({"metadata": {"labels": {"a": "1", "b": "2"}}});
+        assert!(selector_matches(&json!({"a": "1"}), &pod));
+        assert!(!selector_matches(&json!({"a": "1", "c": "3"}), &pod));
+        assert!(
+            !selector_matches(&json!({}), &pod),
+            "an empty selector selects nothing here"
+        );
+    }
+}
