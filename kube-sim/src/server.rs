@@ -172,6 +172,10 @@ impl SimServer {
         if config.agents.enabled {
             tasks.extend(crate::agents::spawn(&store, &config.agents, process_runtime.clone()));
         }
+        // `kubectl exec` and port-forward reach process pods through the runtime.
+        if let Some(rt) = &process_runtime {
+            http.set_container_executor(crate::runtime::ProcessRuntime::executor(rt));
+        }
         let url = server_url(addr, auth.tls().is_some());
         let kubeconfig = render_kubeconfig(
             &url,
@@ -236,11 +240,11 @@ async fn accept_loop(listener: TcpListener, http: Arc<HttpState>) {
                     match auth.tls() {
                         Some(tls) => {
                             if let Some(stream) = tls.accept(stream).await {
-                                let _ = conn.serve_connection(TokioIo::new(stream), svc).await;
+                                let _ = conn.serve_connection(TokioIo::new(stream), svc).with_upgrades().await;
                             }
                         }
                         None => {
-                            let _ = conn.serve_connection(TokioIo::new(stream), svc).await;
+                            let _ = conn.serve_connection(TokioIo::new(stream), svc).with_upgrades().await;
                         }
                     }
                 });
@@ -412,6 +416,13 @@ impl SimHandle {
     /// Registers an in-process backend for the service proxy; returns an id for [`SimHandle::unregister_proxy`].
     pub fn register_proxy(&self, target: ProxyTarget, backend: Arc<dyn ProxyBackend>) -> u64 {
         self.http.proxies.register(target, backend)
+    }
+
+    /// Sets the container runtime `kubectl exec` runs commands with, and that port-forwarding asks which
+    /// pods really run (see [`crate::sandbox::ContainerExecutor`]). Without one every pod is hollow: exec
+    /// fails with a clear error and port-forwarding reaches only in-process Service backends.
+    pub fn set_container_executor(&self, executor: Arc<dyn crate::sandbox::ContainerExecutor>) {
+        self.http.set_container_executor(executor);
     }
 
     /// Removes a proxy backend.

@@ -32,7 +32,7 @@ fn parse_int(name: &str, v: &str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("{name}: strconv.ParseInt: parsing {v:?}: invalid syntax")))
 }
 
-fn parse_bool(name: &str, v: &str) -> Result<bool, ApiError> {
+pub(super) fn parse_bool(name: &str, v: &str) -> Result<bool, ApiError> {
     match v {
         "true" | "1" | "True" | "TRUE" | "t" | "T" => Ok(true),
         "false" | "0" | "False" | "FALSE" | "f" | "F" | "" => Ok(false),
@@ -127,7 +127,7 @@ fn names(pod: &Value, list: &str) -> Vec<String> {
 }
 
 /// kube-apiserver's container choice: the only container, else the one named (and it must exist).
-fn pick_container(pod: &StoredObject, asked: Option<&str>) -> Result<String, ApiError> {
+pub(super) fn pick_container(pod: &StoredObject, asked: Option<&str>) -> Result<String, ApiError> {
     let (containers, inits) = (names(&pod.value, "containers"), names(&pod.value, "initContainers"));
     let ephemeral = names(&pod.value, "ephemeralContainers");
     let name = pod.name();

@@ -8,6 +8,7 @@ mod openapi;
 pub mod protobuf;
 pub mod proxy;
 pub mod scale;
+mod streaming;
 mod table;
 mod watch;
 
@@ -30,6 +31,7 @@ use crate::error::ApiError;
 use crate::faults::{FaultConfig, FaultState, WRITE_VERBS};
 use crate::kinds::{Gvr, ResourceInfo};
 use crate::patch::PatchKind;
+use crate::sandbox::ContainerExecutor;
 use crate::select::LabelSelector;
 use crate::store::{DeleteOptions, ListOptions, ListResult, Store, StoredObject};
 use crate::webhooks::{self, AdmissionInput, Attributes, Operation};
@@ -109,6 +111,8 @@ pub struct HttpState {
     openapi: openapi::OpenApiCache,
     /// Credentials and authenticators (authentication, impersonation and RBAC run on every request).
     pub auth: Arc<Auth>,
+    /// Runs `exec` commands in containers of real (process) pods; `None` while every pod is hollow.
+    container_executor: parking_lot::RwLock<Option<Arc<dyn ContainerExecutor>>>,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -134,7 +138,18 @@ impl HttpState {
             pod_logs: config.agents.pod_logs.clone(),
             openapi: openapi::OpenApiCache::default(),
             auth,
+            container_executor: parking_lot::RwLock::new(None),
         }
+    }
+
+    /// Sets the runtime that `exec` starts commands with and port-forwarding asks which pods really run.
+    pub fn set_container_executor(&self, executor: Arc<dyn ContainerExecutor>) {
+        *self.container_executor.write() = Some(executor);
+    }
+
+    /// The runtime set by [`HttpState::set_container_executor`].
+    pub fn container_executor(&self) -> Option<Arc<dyn ContainerExecutor>> {
+        self.container_executor.read().clone()
     }
 
     /// Replaces the fault configuration.
@@ -280,7 +295,14 @@ fn verb_of(method: &Method, route: &Route, q: &Query) -> &'static str {
 }
 
 /// Serves one HTTP request.
-pub async fn handle(state: Arc<HttpState>, req: Request<hyper::body::Incoming>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(
+    state: Arc<HttpState>,
+    mut req: Request<hyper::body::Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let upgrade = req
+        .headers()
+        .contains_key(header::UPGRADE)
+        .then(|| hyper::upgrade::on(&mut req));
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query_str = req.uri().query().unwrap_or_default().to_string();
@@ -307,6 +329,8 @@ pub async fn handle(state: Arc<HttpState>, req: Request<hyper::body::Incoming>) 
         headers,
         body,
         user: UserInfo::default(),
+        upgrade: Mutex::new(upgrade),
+        query: query_str.clone(),
     };
     let resp = match ctx.authorize(&path, &query_str) {
         Ok(user) => {
@@ -341,6 +365,10 @@ struct Ctx {
     body: Bytes,
     /// The user the request acts as (after impersonation).
     user: UserInfo,
+    /// The connection after a `101` answer (requests with an `Upgrade` header).
+    upgrade: Mutex<Option<hyper::upgrade::OnUpgrade>>,
+    /// The raw query string (for parameters that repeat).
+    query: String,
 }
 
 /// The authorizer's view of a resource request: the verb of [`verb_of`] on the route's resource (a
@@ -377,11 +405,26 @@ impl Ctx {
             _ => RequestAttributes::non_resource(&self.method.as_str().to_lowercase(), path),
         };
         let decision = crate::auth::rbac::authorize(self.store(), &user, &attrs);
-        if decision.allowed {
-            Ok(user)
-        } else {
-            Err(attrs.forbidden(&user, &decision.reason))
+        if !decision.allowed {
+            return Err(attrs.forbidden(&user, &decision.reason));
         }
+        // A WebSocket upgrade of a streaming pod subresource is a GET but runs a command or opens ports, so
+        // kube-apiserver also requires `create`, the verb of the SPDY (POST) form.
+        if attrs.verb == "get"
+            && attrs.resource == "pods"
+            && attrs.api_group.is_empty()
+            && streaming::is_streaming(&attrs.subresource)
+        {
+            let create = RequestAttributes {
+                verb: "create".into(),
+                ..attrs
+            };
+            let decision = crate::auth::rbac::authorize(self.store(), &user, &create);
+            if !decision.allowed {
+                return Err(create.forbidden(&user, &decision.reason));
+            }
+        }
+        Ok(user)
     }
 
     fn store(&self) -> &Store {
@@ -621,6 +664,19 @@ impl Ctx {
                 let name = route.name.as_deref().unwrap_or_default();
                 let pod = self.store().get(gvr, ns, name)?;
                 return logs::serve(&self.state.pod_logs, &pod, &|k| q.get(k).map(str::to_string));
+            }
+            Some(sub)
+                if info.gvr.resource == "pods" && streaming::is_streaming(sub) && matches!(verb, "get" | "create") =>
+            {
+                let name = route.name.as_deref().unwrap_or_default();
+                let request = streaming::StreamRequest {
+                    state: self.state.clone(),
+                    pod: self.store().get(gvr, ns, name)?,
+                    headers: self.headers.clone(),
+                    query: self.query.clone(),
+                    upgrade: self.upgrade.lock().take(),
+                };
+                return streaming::serve(sub, request).await;
             }
             Some("finalize") if info.gvr.resource == "namespaces" && verb == "update" => {
                 let mut body = self.parse_body(&info)?;

@@ -76,4 +76,8 @@ impl ContainerExecutor for ProcessExecutor {
             exit,
         })
     }
+
+    fn runs_pod(&self, pod_uid: &str) -> bool {
+        self.runtime.upgrade().is_some_and(|runtime| runtime.runs_pod(pod_uid))
+    }
 }

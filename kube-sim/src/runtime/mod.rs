@@ -380,6 +380,11 @@ impl ProcessRuntime {
     }
 
     /// The nsenter command line prefix, environment and working directory of a running container.
+    /// Whether the pod with this uid has a live sandbox here (so its IP answers from the host).
+    fn runs_pod(&self, uid: &str) -> bool {
+        self.pods.lock().get(uid).is_some_and(|run| run.sandbox().is_some())
+    }
+
     fn exec_target(&self, namespace: &str, pod: &str, container: &str) -> Result<ExecTarget, SandboxError> {
         let pods = self.pods.lock();
         let last = self.last_pod.lock();
