@@ -454,8 +454,9 @@ async fn http_mode_submits_through_the_dashboard() {
     let job_id = status.job_id.unwrap();
     let info = head.job(&job_id).expect("the job was submitted under status.jobId");
     assert_eq!(info.entrypoint, "python /home/ray/samples/sample_code.py");
-    assert_eq!(info.runtime_env["env_vars"]["counter_name"], "test_counter");
-    assert_eq!(info.runtime_env["pip"], json!(["requests==2.26.0", "pendulum==2.1.2"]));
+    let runtime_env = info.runtime_env.expect("the RayJob's runtime env reached the job");
+    assert_eq!(runtime_env["env_vars"]["counter_name"], "test_counter");
+    assert_eq!(runtime_env["pip"], json!(["requests==2.26.0", "pendulum==2.1.2"]));
 
     // The kuberay_job_* metrics (--enable-metrics).
     let uid = done.metadata.uid.clone().unwrap();

@@ -12,28 +12,36 @@ use serde_json::{Map, Value, json};
 use crate::HollowRayOptions;
 use crate::actors::ActorTable;
 use kube_sim::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyResponse};
+use ray_api::constants::DEFAULT_DASHBOARD_AGENT_LISTEN_PORT;
 
 /// Default dashboard port (`dashboard`).
 pub const DEFAULT_DASHBOARD_PORT: i64 = 8265;
 /// Default serve port (`serve`).
 pub const DEFAULT_SERVE_PORT: i64 = 8000;
 
-/// Why the head refused a request. The `Display` text is what Ray puts in the response body.
+/// Why the head refused a request. The `Display` text is what Ray's dashboard ends its response body with (Ray
+/// answers a Python traceback whose last line is this; docs/ray-fidelity.md).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RayHeadError {
-    /// The request body could not be parsed (HTTP 400).
-    #[error("Failed to parse request: {0}")]
+    /// The request body is not JSON (HTTP 500, the web server's own answer).
+    #[error("{}", crate::wire::SERVER_TROUBLE)]
+    MalformedBody,
+    /// The job submission does not fit Ray's `JobSubmitRequest` (HTTP 400): the `TypeError` line.
+    #[error("{0}")]
     BadRequest(String),
     /// A job with this submission id exists (HTTP 500, Ray's text, which KubeRay matches on).
-    #[error("Job with submission_id {0} already exists. Please use a different submission_id.")]
+    #[error("ValueError: Job with submission_id {0} already exists. Please use a different submission_id.")]
     DuplicateSubmissionId(String),
     /// No job with this id (HTTP 404).
     #[error("Job {0} does not exist")]
     JobNotFound(String),
-    /// Deleting a job that has not finished (HTTP 400).
-    #[error("Attempted to delete job with id '{0}', but it is in a non-terminal state {1}.")]
+    /// Deleting a job that has not finished (HTTP 500).
+    #[error("RuntimeError: Attempted to delete job '{0}', but it is in a non-terminal state {1}.")]
     NotTerminal(String, JobStatus),
-    /// An invalid serve config (HTTP 400).
+    /// A serve config that is not JSON (HTTP 500): Python's `JSONDecodeError` line.
+    #[error("json.decoder.JSONDecodeError: {0}")]
+    ServeConfigNotJson(String),
+    /// An invalid serve config (HTTP 400): pydantic's validation report.
     #[error("{0}")]
     InvalidServeConfig(String),
 }
@@ -42,8 +50,11 @@ impl RayHeadError {
     /// The HTTP status Ray's dashboard answers with.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) | Self::NotTerminal(..) | Self::InvalidServeConfig(_) => StatusCode::BAD_REQUEST,
-            Self::DuplicateSubmissionId(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::BadRequest(_) | Self::InvalidServeConfig(_) => StatusCode::BAD_REQUEST,
+            Self::MalformedBody
+            | Self::DuplicateSubmissionId(_)
+            | Self::NotTerminal(..)
+            | Self::ServeConfigNotJson(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::JobNotFound(_) => StatusCode::NOT_FOUND,
         }
     }
@@ -165,8 +176,9 @@ pub struct JobSubmitResponse {
     pub submission_id: String,
 }
 
-/// A job as `GET /api/jobs/{id}` shows it (Ray's `JobDetails`; KubeRay reads `error_type`, `metadata`,
-/// `runtime_env`, `status`, `entrypoint`, `job_id`, `submission_id`, `message`, `start_time`, `end_time`).
+/// A job as `GET /api/jobs/{id}` shows it (Ray's `JobDetails`, field for field; KubeRay reads `error_type`,
+/// `metadata`, `runtime_env`, `status`, `entrypoint`, `job_id`, `submission_id`, `message`, `start_time`,
+/// `end_time`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     /// Always `SUBMISSION`.
@@ -176,6 +188,8 @@ pub struct JobInfo {
     pub job_id: Option<String>,
     /// The submission id.
     pub submission_id: String,
+    /// The driver (`id`, `node_ip_address`, `pid`) once it runs, else `null`.
+    pub driver_info: Option<Value>,
     /// Status.
     pub status: JobStatus,
     /// The entrypoint command.
@@ -188,20 +202,26 @@ pub struct JobInfo {
     pub start_time: i64,
     /// End time (ms since the epoch) once terminal, else `null`.
     pub end_time: Option<i64>,
-    /// User metadata.
-    pub metadata: BTreeMap<String, String>,
-    /// Runtime environment.
-    pub runtime_env: Value,
+    /// User metadata, `null` when none was given.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Runtime environment, `null` when none was given.
+    pub runtime_env: Option<Value>,
+    /// The job agent that runs the entrypoint (`http://<node ip>:<agent port>`), once it started.
+    pub driver_agent_http_address: Option<String>,
+    /// The Ray node the entrypoint runs on, once it started.
+    pub driver_node_id: Option<String>,
     /// The entrypoint's exit code once it exited, else `null`.
     pub driver_exit_code: Option<i32>,
-    /// CPUs reserved for the entrypoint.
-    pub entrypoint_num_cpus: Option<f64>,
-    /// GPUs reserved for the entrypoint.
-    pub entrypoint_num_gpus: Option<f64>,
-    /// Memory reserved for the entrypoint.
-    pub entrypoint_memory: Option<u64>,
-    /// Custom resources reserved for the entrypoint.
-    pub entrypoint_resources: Option<BTreeMap<String, f64>>,
+}
+
+/// The hollow head's Ray node id (56 hex digits, as Ray's node ids are).
+const HEAD_NODE_ID: &str = "686f6c6c6f772d686561642d6e6f6465000000000000000000000000";
+/// The address the hollow head's node reports (Ray's `node_ip_address`).
+const HEAD_NODE_IP: &str = "127.0.0.1";
+
+/// The job agent's address on the head node: the dashboard agent's default listen port.
+fn job_agent_address() -> String {
+    format!("http://{HEAD_NODE_IP}:{DEFAULT_DASHBOARD_AGENT_LISTEN_PORT}")
 }
 
 struct Job {
@@ -212,18 +232,30 @@ struct Job {
     pending_ms: i64,
     run_ms: i64,
     exit_code: i32,
-    stopped_ms: Option<i64>,
+    /// When the stop API was called.
+    stop_requested_ms: Option<i64>,
+    /// How long a stop takes to end the entrypoint.
+    stop_ms: i64,
     /// Whether the head's log already says how the job ended.
     end_logged: bool,
 }
 
 impl Job {
-    fn status(&self, now: i64) -> JobStatus {
-        if self.stopped_ms.is_some() {
-            JobStatus::Stopped
-        } else if now < self.submitted_ms + self.pending_ms {
+    /// When the entrypoint starts running.
+    fn started_ms(&self) -> i64 {
+        self.submitted_ms + self.pending_ms
+    }
+
+    /// When a requested stop takes effect.
+    fn stopped_ms(&self) -> Option<i64> {
+        self.stop_requested_ms.map(|s| s + self.stop_ms)
+    }
+
+    /// The status the job would have without a stop.
+    fn natural_status(&self, now: i64) -> JobStatus {
+        if now < self.started_ms() {
             JobStatus::Pending
-        } else if now < self.submitted_ms + self.pending_ms + self.run_ms {
+        } else if now < self.started_ms() + self.run_ms {
             JobStatus::Running
         } else if self.exit_code == 0 {
             JobStatus::Succeeded
@@ -232,47 +264,65 @@ impl Job {
         }
     }
 
+    fn status(&self, now: i64) -> JobStatus {
+        match self.stopped_ms() {
+            Some(stopped) if now >= stopped => JobStatus::Stopped,
+            _ => self.natural_status(now),
+        }
+    }
+
+    /// Whether the entrypoint has started by `now` (a job stopped while pending never starts).
+    fn entrypoint_started(&self, now: i64) -> bool {
+        let until = self.stopped_ms().map_or(now, |s| s.min(now));
+        until >= self.started_ms()
+    }
+
+    /// The job's log as Ray's job manager writes it (without the timestamp Ray puts on its own line and
+    /// without the entrypoint's output, which the hollow head does not run).
     fn logs(&self, now: i64) -> String {
-        let status = self.status(now);
-        let mut out = String::new();
-        let started = self.stopped_ms.is_none_or(|s| s >= self.submitted_ms + self.pending_ms);
-        if status == JobStatus::Pending || !started {
-            return out;
+        if !self.entrypoint_started(now) {
+            return String::new();
         }
-        out.push_str(&format!(
-            "hollow-ray: running entrypoint: {}\n",
-            self.request.entrypoint
-        ));
-        match status {
-            JobStatus::Succeeded => out.push_str("hollow-ray: entrypoint exited with code 0\n"),
-            JobStatus::Failed => out.push_str(&format!("hollow-ray: entrypoint exited with code {}\n", self.exit_code)),
-            JobStatus::Stopped => out.push_str("hollow-ray: job stopped\n"),
-            _ => {}
+        format!(
+            "Runtime env is setting up.\nRunning entrypoint for job {}: {}\n",
+            self.submission_id, self.request.entrypoint
+        )
+    }
+
+    /// The `message` Ray shows while a job is pending: what it may be waiting for.
+    fn pending_message(&self) -> String {
+        let r = &self.request;
+        let positive = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
+        let waits_for_resources = positive(r.entrypoint_num_cpus)
+            || positive(r.entrypoint_num_gpus)
+            || r.entrypoint_memory.is_some_and(|m| m > 0)
+            || r.entrypoint_resources.as_ref().is_some_and(|m| !m.is_empty());
+        let waits_for_runtime_env = r
+            .runtime_env
+            .as_ref()
+            .is_some_and(|e| !(e.is_null() || e.as_object().is_some_and(Map::is_empty)));
+        let mut message = String::from("Job has not started yet.");
+        if waits_for_resources {
+            message.push_str(
+                " It may be waiting for resources (CPUs, GPUs, memory, custom resources) to become available.",
+            );
         }
-        out
+        if waits_for_runtime_env {
+            message.push_str(" It may be waiting for the runtime environment to be set up.");
+        }
+        message
     }
 
     fn info(&self, now: i64) -> JobInfo {
         let status = self.status(now);
         let end_time = match status {
-            JobStatus::Stopped => self.stopped_ms,
-            JobStatus::Succeeded | JobStatus::Failed => Some(self.submitted_ms + self.pending_ms + self.run_ms),
+            JobStatus::Stopped => self.stopped_ms(),
+            JobStatus::Succeeded | JobStatus::Failed => Some(self.started_ms() + self.run_ms),
             _ => None,
         };
-        let driver_started = match status {
-            JobStatus::Pending => false,
-            JobStatus::Stopped => self
-                .stopped_ms
-                .is_some_and(|s| s >= self.submitted_ms + self.pending_ms),
-            _ => true,
-        };
+        let started = self.entrypoint_started(now);
         let message = match status {
-            JobStatus::Pending => {
-                "Job has not started yet. It may be waiting for resources (CPUs, GPUs, memory, custom \
-                                  resources) to become available. It may be waiting for the runtime environment to \
-                                  be set up."
-                    .to_string()
-            }
+            JobStatus::Pending => self.pending_message(),
             JobStatus::Running => "Job is currently running.".into(),
             JobStatus::Stopped => "Job was intentionally stopped.".into(),
             JobStatus::Succeeded => "Job finished successfully.".into(),
@@ -284,24 +334,23 @@ impl Job {
         };
         JobInfo {
             job_type: "SUBMISSION".into(),
-            job_id: driver_started.then(|| self.driver_id.clone()),
+            job_id: started.then(|| self.driver_id.clone()),
             submission_id: self.submission_id.clone(),
+            driver_info: started.then(|| json!({"id": self.driver_id, "node_ip_address": HEAD_NODE_IP, "pid": "0"})),
             status,
             entrypoint: self.request.entrypoint.clone(),
             message,
             error_type: (status == JobStatus::Failed).then(|| "JOB_ENTRYPOINT_COMMAND_ERROR".to_string()),
             start_time: self.submitted_ms,
             end_time,
-            metadata: self.request.metadata.clone().unwrap_or_default(),
-            runtime_env: self.request.runtime_env.clone().unwrap_or_else(|| json!({})),
+            metadata: self.request.metadata.clone(),
+            runtime_env: self.request.runtime_env.clone(),
+            driver_agent_http_address: started.then(job_agent_address),
+            driver_node_id: started.then(|| HEAD_NODE_ID.to_string()),
             driver_exit_code: match status {
                 JobStatus::Succeeded | JobStatus::Failed => Some(self.exit_code),
                 _ => None,
             },
-            entrypoint_num_cpus: self.request.entrypoint_num_cpus,
-            entrypoint_num_gpus: self.request.entrypoint_num_gpus,
-            entrypoint_memory: self.request.entrypoint_memory,
-            entrypoint_resources: self.request.entrypoint_resources.clone(),
         }
     }
 }
@@ -467,9 +516,6 @@ impl HollowRayHead {
     /// Submits a job (`POST /api/jobs/`); returns the submission id.
     pub fn submit_job(&self, request: JobSubmitRequest) -> Result<JobSubmitResponse, RayHeadError> {
         let entrypoint = request.entrypoint.clone();
-        if request.entrypoint.trim().is_empty() {
-            return Err(RayHeadError::BadRequest("entrypoint must be a non-empty string".into()));
-        }
         let mut s = self.state.lock();
         let id = match request.submission_id.clone().or_else(|| request.job_id.clone()) {
             Some(id) if !id.is_empty() => id,
@@ -490,7 +536,8 @@ impl HollowRayHead {
             pending_ms: ms(self.options.job_pending),
             run_ms: ms(run),
             exit_code,
-            stopped_ms: None,
+            stop_requested_ms: None,
+            stop_ms: ms(self.options.job_stop),
             end_logged: false,
         });
         drop(s);
@@ -521,7 +568,8 @@ impl HollowRayHead {
     }
 
     /// Stops a job (`POST /api/jobs/{id}/stop`): `Ok(true)` when it was pending or running, `Ok(false)` when it
-    /// had already finished.
+    /// had already finished. The job turns `STOPPED` [`HollowRayOptions::job_stop`] later, as Ray's job
+    /// supervisor takes a moment to end the entrypoint.
     pub fn stop_job(&self, id: &str) -> Result<bool, RayHeadError> {
         let now = now_ms();
         let mut s = self.state.lock();
@@ -533,7 +581,7 @@ impl HollowRayHead {
         if job.status(now).is_terminal() {
             return Ok(false);
         }
-        job.stopped_ms = Some(now);
+        job.stop_requested_ms.get_or_insert(now);
         Ok(true)
     }
 
@@ -568,38 +616,9 @@ impl HollowRayHead {
     /// `applications` list. Applications whose config changed (or that are new) go back to `DEPLOYING`;
     /// applications no longer listed are removed.
     pub fn apply_serve_config(&self, config: &Value) -> Result<(), RayHeadError> {
-        let invalid = |m: String| RayHeadError::InvalidServeConfig(m);
-        let obj = config
-            .as_object()
-            .ok_or_else(|| invalid("the serve config must be a JSON object".into()))?;
-        let apps = match obj.get("applications") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a.clone(),
-            Some(_) => return Err(invalid("'applications' must be a list".into())),
-        };
-        let mut parsed: BTreeMap<String, Value> = BTreeMap::new();
-        let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
-        for app in apps {
-            let Some(a) = app.as_object() else {
-                return Err(invalid("each application must be an object".into()));
-            };
-            let name = a.get("name").and_then(Value::as_str).unwrap_or("default").to_string();
-            if !a.get("import_path").is_some_and(Value::is_string) {
-                return Err(invalid(format!(
-                    "application '{name}': field 'import_path' is required"
-                )));
-            }
-            if let Some(prefix) = a.get("route_prefix").and_then(Value::as_str)
-                && let Some(other) = prefixes.insert(prefix.to_string(), name.clone())
-            {
-                return Err(invalid(format!(
-                    "Found duplicate route prefix '{prefix}' in applications '{other}' and '{name}'."
-                )));
-            }
-            if parsed.insert(name.clone(), app.clone()).is_some() {
-                return Err(invalid(format!("Found multiple configs for application '{name}'.")));
-            }
-        }
+        let parsed = crate::wire::check_serve_config(config)
+            .map_err(|problem| RayHeadError::InvalidServeConfig(problem.report()))?;
+        let obj = config.as_object().cloned().unwrap_or_default();
         let now = now_ms();
         let mut s = self.state.lock();
         let serve = &mut s.serve;
@@ -607,7 +626,7 @@ impl HollowRayHead {
         serve.http_options = obj.get("http_options").cloned().unwrap_or(Value::Null);
         serve.proxy_location = obj.get("proxy_location").cloned().unwrap_or(Value::Null);
         serve.target_capacity = obj.get("target_capacity").cloned().unwrap_or(Value::Null);
-        serve.apps.retain(|name, _| parsed.contains_key(name));
+        serve.apps.retain(|name, _| parsed.iter().any(|(n, _)| n == name));
         let mut deployed = Vec::new();
         for (name, cfg) in parsed {
             match serve.apps.get_mut(&name) {
@@ -642,9 +661,11 @@ impl HollowRayHead {
         Ok(())
     }
 
-    /// Removes every serve application (`DELETE /api/serve/applications/`).
+    /// Shuts Serve down (`DELETE /api/serve/applications/`): every application goes, and the details read as
+    /// before the first deploy.
     pub fn delete_serve_applications(&self) {
-        self.state.lock().serve.apps.clear();
+        let mut s = self.state.lock();
+        s.serve = Serve::default();
     }
 
     /// Test control: pins an application's status and message (e.g. `UNHEALTHY`, `DEPLOY_FAILED`) until its
@@ -667,86 +688,71 @@ impl HollowRayHead {
         s.serve
             .apps
             .iter()
-            .map(|(n, a)| (n.clone(), self.app_status(a, now).0))
+            .map(|(n, a)| (n.clone(), self.app_phase(a, now).status()))
             .collect()
     }
 
-    fn app_status(&self, app: &App, now: i64) -> (AppStatus, String) {
-        if let Some((st, msg)) = &app.forced {
-            return (*st, msg.clone());
+    /// Where an application is in its deployment.
+    fn app_phase(&self, app: &App, now: i64) -> AppPhase {
+        if let Some((status, message)) = &app.forced {
+            return AppPhase::Forced(*status, message.clone());
         }
-        if now < app.deployed_ms + ms(self.options.serve_deploy) {
-            (AppStatus::Deploying, String::new())
+        let built = app.deployed_ms + ms(self.options.serve_build);
+        if now < built {
+            AppPhase::Building
+        } else if now < built + ms(self.options.serve_deploy) {
+            AppPhase::Deploying
         } else {
-            (AppStatus::Running, String::new())
+            AppPhase::Running
         }
     }
 
-    /// The serve details document (`GET /api/serve/applications/`, Ray's `ServeInstanceDetails`).
+    /// The serve details document (`GET /api/serve/applications/`, Ray's `ServeInstanceDetails`), with the
+    /// fields Ray 2.60 sends; before the first deploy (and after a delete) only the four Ray sends then.
     pub fn serve_details(&self) -> Value {
         let now = now_ms();
         let s = self.state.lock();
         let serve = &s.serve;
-        let mut apps = Map::new();
-        for app in serve.apps.values() {
-            let (status, message) = self.app_status(app, now);
-            let (dep_status, trigger) = match status {
-                AppStatus::Running => (DeploymentStatus::Healthy, "CONFIG_UPDATE_COMPLETED"),
-                AppStatus::Unhealthy => (DeploymentStatus::Unhealthy, "HEALTH_CHECK_FAILED"),
-                AppStatus::DeployFailed => (DeploymentStatus::DeployFailed, "REPLICA_STARTUP_FAILED"),
-                _ => (DeploymentStatus::Updating, "CONFIG_UPDATE_STARTED"),
-            };
-            let mut deployments = Map::new();
-            for d in app.config["deployments"].as_array().into_iter().flatten() {
-                let Some(name) = d["name"].as_str() else { continue };
-                let replicas = d["num_replicas"].as_u64().unwrap_or(1);
-                deployments.insert(
-                    name.to_string(),
-                    json!({
-                        "name": name,
-                        "status": dep_status,
-                        "status_trigger": trigger,
-                        "message": if status == AppStatus::Running { String::new() } else { message.clone() },
-                        "route_prefix": Value::Null,
-                        "deployment_config": d,
-                        "target_num_replicas": replicas,
-                        "required_resources": d["ray_actor_options"].get("num_cpus")
-                            .map_or_else(|| json!({"CPU": 1}), |c| json!({"CPU": c})),
-                        "replicas": [],
-                    }),
-                );
-            }
-            apps.insert(
-                app.name.clone(),
-                json!({
-                    "name": app.name,
-                    "route_prefix": app.config.get("route_prefix").cloned().unwrap_or_else(|| json!("/")),
-                    "docs_path": Value::Null,
-                    "status": status,
-                    "message": message,
-                    "last_deployed_time_s": app.deployed_ms as f64 / 1000.0,
-                    "deployed_app_config": app.config,
-                    "source": "declarative",
-                    "deployments": deployments,
-                }),
-            );
+        if !serve.started {
+            return json!({"controller_info": {}, "proxies": {}, "applications": {}, "target_capacity": null});
         }
+        let apps: Map<String, Value> = serve
+            .apps
+            .values()
+            .map(|app| (app.name.clone(), app_details(app, &self.app_phase(app, now))))
+            .collect();
+        let mut http_options = json!({
+            "host": "0.0.0.0", "port": DEFAULT_SERVE_PORT, "root_path": "", "request_timeout_s": null,
+            "keep_alive_timeout_s": 90, "ssl_keyfile": null, "ssl_certfile": null, "ssl_keyfile_password": null,
+            "ssl_ca_certs": null,
+        });
+        if let (Some(given), Some(all)) = (serve.http_options.as_object(), http_options.as_object_mut()) {
+            all.extend(given.clone());
+        }
+        let proxy_name = format!("SERVE_PROXY_ACTOR-{HEAD_NODE_ID}");
         json!({
-            "controller_info": {
-                "node_id": "hollow-head-node",
-                "node_ip": "127.0.0.1",
-                "actor_id": "hollow-serve-controller",
-                "actor_name": "SERVE_CONTROLLER_ACTOR",
-                "worker_id": "hollow-worker",
-                "log_file_path": "/serve/controller.log",
-            },
+            "controller_info": actor_info("SERVE_CONTROLLER_ACTOR", "/serve/controller.log"),
             "proxy_location": if serve.proxy_location.is_null() { json!("EveryNode") } else { serve.proxy_location.clone() },
-            "http_options": if serve.http_options.is_null() { json!({"host": "0.0.0.0", "port": DEFAULT_SERVE_PORT}) } else { serve.http_options.clone() },
-            "grpc_options": {"port": 9000, "grpc_servicer_functions": []},
-            "proxies": {},
-            "deploy_mode": if serve.started { "MULTI_APP" } else { "UNSET" },
-            "target_capacity": serve.target_capacity,
+            "grpc_options": {"port": 9000, "grpc_servicer_functions": [], "request_timeout_s": null, "enable_reflection": true},
+            "proxies": {
+                HEAD_NODE_ID: with_field(
+                    actor_info(&proxy_name, &format!("/serve/proxy_{HEAD_NODE_IP}.log")),
+                    "status",
+                    json!("HEALTHY"),
+                ),
+            },
             "applications": apps,
+            "target_capacity": serve.target_capacity,
+            // Where the serve proxies listen: one HTTP group for every route.
+            "target_groups": [{
+                "targets": [{"ip": HEAD_NODE_IP, "port": http_options["port"], "instance_id": "", "name": proxy_name}],
+                "route_prefix": "/", "protocol": "HTTP", "app_name": "", "ingress_request_router_targets": [],
+                "ingress_deployment_name": "",
+            }],
+            // Ray reports its controller loop's metrics here; the hollow head has none.
+            "controller_health_metrics": {},
+            "restores_unset_config_options": true,
+            "http_options": http_options,
         })
     }
 
@@ -768,8 +774,7 @@ impl HollowRayHead {
                 "ray_commit": "hollow",
                 "session_name": "session_hollow",
             }))),
-            (Method::POST, ["api", "jobs"]) => serde_json::from_slice::<JobSubmitRequest>(body)
-                .map_err(|e| RayHeadError::BadRequest(e.to_string()))
+            (Method::POST, ["api", "jobs"]) => parse_job_submit(body)
                 .and_then(|req| self.submit_job(req))
                 .map(|r| ProxyResponse::json(&json!(r))),
             (Method::GET, ["api", "jobs"]) => Ok(ProxyResponse::json(&json!(self.jobs()))),
@@ -788,7 +793,7 @@ impl HollowRayHead {
                 .delete_job(id)
                 .map(|deleted| ProxyResponse::json(&json!({"deleted": deleted}))),
             (Method::PUT, ["api", "serve", "applications"]) => serde_json::from_slice::<Value>(body)
-                .map_err(|e| RayHeadError::InvalidServeConfig(format!("Failed to parse request: {e}")))
+                .map_err(|e| RayHeadError::ServeConfigNotJson(e.to_string()))
                 .and_then(|cfg| self.apply_serve_config(&cfg))
                 .map(|()| text(StatusCode::OK, "")),
             (Method::GET, ["api", "serve", "applications"]) => Ok(ProxyResponse::json(&self.serve_details())),
@@ -821,7 +826,7 @@ impl HollowRayHead {
                     .serve
                     .apps
                     .values()
-                    .filter(|a| self.app_status(a, now).0 == AppStatus::Running)
+                    .filter(|a| self.app_phase(a, now).status() == AppStatus::Running)
                     .map(|a| {
                         let prefix = a.config["route_prefix"].as_str().unwrap_or("/").to_string();
                         (prefix, json!(a.name))
@@ -832,6 +837,132 @@ impl HollowRayHead {
             _ => text(StatusCode::OK, "hollow-ray serve"),
         }
     }
+}
+
+/// Reads a job submission as Ray's dashboard does: a body that is not a JSON object is the web server's 500,
+/// one that does not fit `JobSubmitRequest` a 400 naming the field.
+fn parse_job_submit(body: &[u8]) -> Result<JobSubmitRequest, RayHeadError> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| RayHeadError::MalformedBody)?;
+    let fields = value.as_object().ok_or(RayHeadError::MalformedBody)?;
+    crate::wire::check_job_submit(fields).map_err(RayHeadError::BadRequest)?;
+    serde_json::from_value(value).map_err(|e| RayHeadError::BadRequest(format!("TypeError: {e}")))
+}
+
+/// Where a serve application is in its deployment.
+enum AppPhase {
+    /// Ray imports and builds the application: no deployments listed yet, no route prefix.
+    Building,
+    /// Its deployments' replicas start (`UPDATING`).
+    Deploying,
+    /// Every deployment is healthy.
+    Running,
+    /// Pinned by a test through [`HollowRayHead::force_app_status`].
+    Forced(AppStatus, String),
+}
+
+impl AppPhase {
+    fn status(&self) -> AppStatus {
+        match self {
+            Self::Building | Self::Deploying => AppStatus::Deploying,
+            Self::Running => AppStatus::Running,
+            Self::Forced(status, _) => *status,
+        }
+    }
+}
+
+/// The identity Ray shows for one of Serve's actors on the head node (`controller_info`, a proxy).
+fn actor_info(actor_name: &str, log_file_path: &str) -> Value {
+    json!({
+        "node_id": HEAD_NODE_ID,
+        "node_ip": HEAD_NODE_IP,
+        "node_instance_id": "",
+        "actor_id": "686f6c6c6f772d73657276652d61637400000000",
+        "actor_name": actor_name,
+        "worker_id": "686f6c6c6f772d776f726b65720000000000000000000000000000000000",
+        "log_file_path": log_file_path,
+    })
+}
+
+/// `value` with one more field.
+fn with_field(mut value: Value, key: &str, field: Value) -> Value {
+    if let Some(map) = value.as_object_mut() {
+        map.insert(key.to_string(), field);
+    }
+    value
+}
+
+/// One application as the serve details show it (Ray's `ApplicationDetails`). The hollow head knows only the
+/// deployments its config lists (Ray would also list those the application's code declares).
+fn app_details(app: &App, phase: &AppPhase) -> Value {
+    let status = phase.status();
+    let message = match phase {
+        AppPhase::Forced(_, message) => message.clone(),
+        _ => String::new(),
+    };
+    let (dep_status, trigger) = match status {
+        AppStatus::Running => (DeploymentStatus::Healthy, "CONFIG_UPDATE_COMPLETED"),
+        AppStatus::Unhealthy => (DeploymentStatus::Unhealthy, "HEALTH_CHECK_FAILED"),
+        AppStatus::DeployFailed => (DeploymentStatus::DeployFailed, "REPLICA_STARTUP_FAILED"),
+        _ => (DeploymentStatus::Updating, "CONFIG_UPDATE_STARTED"),
+    };
+    let listed: Vec<&Value> = match phase {
+        AppPhase::Building => Vec::new(),
+        _ => app.config["deployments"].as_array().into_iter().flatten().collect(),
+    };
+    let mut deployments = Map::new();
+    let mut nodes = Map::new();
+    for d in &listed {
+        let Some(name) = d["name"].as_str() else { continue };
+        let replicas = d["num_replicas"].as_u64().unwrap_or(1);
+        let cpus = d["ray_actor_options"]
+            .get("num_cpus")
+            .cloned()
+            .unwrap_or_else(|| json!(1));
+        deployments.insert(
+            name.to_string(),
+            json!({
+                "name": name,
+                "status": dep_status,
+                "status_trigger": trigger,
+                "message": if status == AppStatus::Running { String::new() } else { message.clone() },
+                "deployment_config": d,
+                "target_num_replicas": replicas,
+                "required_resources": {"CPU": cpus},
+                "replicas": [],
+                "recent_dead_replicas": [],
+            }),
+        );
+        nodes.insert(
+            name.to_string(),
+            json!({"name": name, "app_name": app.name, "outbound_deployments": [], "is_ingress": false}),
+        );
+    }
+    // Ray's ingress is the deployment the application's code binds last; the config lists it last by convention.
+    let ingress = listed.last().and_then(|d| d["name"].as_str());
+    if let Some(node) = ingress.and_then(|i| nodes.get_mut(i)) {
+        node["is_ingress"] = json!(true);
+    }
+    let topology = ingress.map_or(
+        Value::Null,
+        |i| json!({"app_name": app.name, "nodes": nodes, "ingress_deployment": i}),
+    );
+    let route_prefix = match phase {
+        AppPhase::Building => Value::Null,
+        _ => app.config.get("route_prefix").cloned().unwrap_or_else(|| json!("/")),
+    };
+    json!({
+        "name": app.name,
+        "route_prefix": route_prefix,
+        "docs_path": Value::Null,
+        "status": status,
+        "message": message,
+        "last_deployed_time_s": app.deployed_ms as f64 / 1000.0,
+        "deployed_app_config": app.config,
+        "source": "declarative",
+        "deployments": deployments,
+        "external_scaler_enabled": false,
+        "deployment_topology": topology,
+    })
 }
 
 /// Which of the head's servers a proxied request's port addresses.

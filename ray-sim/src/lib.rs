@@ -63,6 +63,7 @@ pub mod autoscaler;
 mod head;
 mod manager;
 pub mod submitter;
+pub mod wire;
 
 pub use actors::{ActorError, ActorInfo, ActorRequest, NodeInfo, RayNode};
 pub use autoscaler::{AutoscalerClock, HollowAutoscalerOptions, ScaleEvent};
@@ -70,4 +71,4 @@ pub use head::{
     AppStatus, DEFAULT_DASHBOARD_PORT, DEFAULT_SERVE_PORT, DeploymentStatus, HollowRayHead, JobInfo, JobStatus,
     JobSubmitRequest, JobSubmitResponse, RayHeadError, entrypoint_exit_code, entrypoint_sleep,
 };
-pub use manager::{CLUSTER_LABEL, HollowRay, HollowRayOptions, NODE_TYPE_LABEL, rayclusters_gvr};
+pub use manager::{CLUSTER_LABEL, HollowRay, HollowRayOptions, NODE_TYPE_LABEL, RECORDED_RAY_VERSION, rayclusters_gvr};

@@ -36,7 +36,14 @@ pub struct HollowRayOptions {
     pub job_pending: Duration,
     /// How long a job stays `RUNNING` before it ends (unless its entrypoint says `sleep N`).
     pub job_run: Duration,
-    /// How long a new or changed serve application stays `DEPLOYING` before `RUNNING`.
+    /// How long a stopped job stays in its status before it turns `STOPPED` (Ray's job supervisor ends the
+    /// entrypoint asynchronously after the stop API answers).
+    pub job_stop: Duration,
+    /// How long a new or changed serve application stays `DEPLOYING` with no deployments listed (Ray imports
+    /// and builds the application first).
+    pub serve_build: Duration,
+    /// How long a new or changed serve application then stays `DEPLOYING` with its deployments `UPDATING`
+    /// before `RUNNING`.
     pub serve_deploy: Duration,
     /// The `ray_version` reported by `/api/version`.
     pub ray_version: String,
@@ -49,9 +56,33 @@ impl Default for HollowRayOptions {
         Self {
             job_pending: Duration::from_millis(100),
             job_run: Duration::from_millis(500),
+            job_stop: Duration::ZERO,
+            serve_build: Duration::ZERO,
             serve_deploy: Duration::from_millis(500),
             ray_version: "2.52.0".into(),
             autoscaler: HollowAutoscalerOptions::default(),
+        }
+    }
+}
+
+/// The Ray version the hollow head's answers were last compared with (`scripts/install-ray.sh` pins it; the
+/// `real_ray` test fails when the two part, until the comparison is redone).
+pub const RECORDED_RAY_VERSION: &str = "2.60.0";
+
+impl HollowRayOptions {
+    /// The timings measured on real Ray ([`RECORDED_RAY_VERSION`], one head on a 2-core machine; see
+    /// docs/ray-fidelity.md): a job is `PENDING` for about 1 s (supervisor actor and runtime env), a quick
+    /// entrypoint is `RUNNING` for about 0.1 s, a stop takes about 2 s, a serve application builds for about 1 s and deploys its
+    /// replicas in about 1 s more.
+    pub fn recorded() -> Self {
+        Self {
+            job_pending: Duration::from_millis(1000),
+            job_run: Duration::from_millis(100),
+            job_stop: Duration::from_millis(2000),
+            serve_build: Duration::from_millis(1100),
+            serve_deploy: Duration::from_millis(1000),
+            ray_version: RECORDED_RAY_VERSION.into(),
+            ..Self::default()
         }
     }
 }

