@@ -326,6 +326,18 @@ fn builtin_table() -> Vec<Builtin> {
             short: &["ing"],
             ..b("networking.k8s.io", "v1", "ingresses", "Ingress", true, true, G::Spec)
         },
+        Builtin {
+            short: &["netpol"],
+            ..b(
+                "networking.k8s.io",
+                "v1",
+                "networkpolicies",
+                "NetworkPolicy",
+                true,
+                false,
+                G::Spec,
+            )
+        },
         b(
             "networking.k8s.io",
             "v1",

@@ -21,8 +21,10 @@ use ray_gang::selection::{SchedulerConfig, select_scheduler};
 use ray_podgen::{FeatureGates, PodGenConfig};
 use ray_reconcile::ReconcileConfig;
 use ray_reconcile::metrics::ControllerMetrics;
+use ray_reconcile::networkpolicy::controller::{self as networkpolicy_controller, NetworkPolicyControllerConfig};
 use ray_reconcile::raycluster::controller::{self, ControllerConfig};
 use ray_reconcile::raycluster::podgen::PodGenSettings;
+use ray_reconcile::raycronjob::controller::{self as raycronjob_controller, RayCronJobControllerConfig};
 use ray_reconcile::rayjob::RayJobPlanConfig;
 use ray_reconcile::rayjob::controller::{self as rayjob_controller, RayJobControllerConfig};
 use ray_reconcile::rayjob::metrics::RayJobMetrics;
@@ -41,6 +43,10 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{Layered, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer};
+
+/// Testing only: seconds added to the RayCronJob controller's clock, so an end-to-end test reaches a tick
+/// without waiting for it (`docs/raycronjob.md`). Unset in production.
+pub const CRON_CLOCK_OFFSET_ENV: &str = "KUBERAY_TESTING_CRON_CLOCK_OFFSET_SECONDS";
 
 /// Name of the leader election Lease.
 pub const LEADER_ELECTION_ID: &str = "ray-operator-leader";
@@ -346,6 +352,26 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         cluster_feed,
         undecodable: config.metrics.undecodable.clone(),
     };
+    let cron_config = config.reconcile.gates.ray_cron_job.then(|| RayCronJobControllerConfig {
+        validation: config.reconcile.gates.validation_options(),
+        watch_namespaces: config.watch_namespaces.clone(),
+        concurrency,
+        clock_offset: cron_clock_offset(env.get(CRON_CLOCK_OFFSET_ENV).map(String::as_str)),
+        undecodable: config.metrics.undecodable.clone(),
+    });
+    let network_policy_config =
+        config
+            .reconcile
+            .gates
+            .ray_cluster_network_policy
+            .then(|| NetworkPolicyControllerConfig {
+                watch_namespaces: config.watch_namespaces.clone(),
+                concurrency,
+            });
+    let optional = OptionalControllers {
+        cron: cron_config,
+        network_policy: network_policy_config,
+    };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);
 
@@ -406,7 +432,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
                 }
             }
         };
-        run_controllers(client, config, job_config, service_config, stop).await;
+        run_controllers(client, config, job_config, service_config, optional, stop).await;
         drop(leader);
         if let Err(e) = handle.await {
             warn!(error = %e, "lease manager task failed");
@@ -416,19 +442,37 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
             bail!("leader election lost");
         }
     } else {
-        run_controllers(client, config, job_config, service_config, signal).await;
+        run_controllers(client, config, job_config, service_config, optional, signal).await;
         let _ = stop_tx.send(true);
     }
     info!("operator stopped");
     Ok(())
 }
 
-/// The RayCluster, RayJob and RayService controllers side by side, all stopped by `stop`.
+/// The testing-only clock offset of [`CRON_CLOCK_OFFSET_ENV`] (zero when unset or unreadable).
+fn cron_clock_offset(value: Option<&str>) -> k8s_openapi::jiff::SignedDuration {
+    value.and_then(|v| v.trim().parse::<i64>().ok()).map_or(
+        k8s_openapi::jiff::SignedDuration::ZERO,
+        k8s_openapi::jiff::SignedDuration::from_secs,
+    )
+}
+
+/// The controllers behind feature gates that are off by default: `None` when the gate is off.
+struct OptionalControllers {
+    /// Gate `RayCronJob`.
+    cron: Option<RayCronJobControllerConfig>,
+    /// Gate `RayClusterNetworkPolicy`.
+    network_policy: Option<NetworkPolicyControllerConfig>,
+}
+
+/// The RayCluster, RayJob and RayService controllers side by side (and the gated ones that are on), all
+/// stopped by `stop`.
 async fn run_controllers(
     client: kube::Client,
     config: ControllerConfig,
     job_config: RayJobControllerConfig,
     service_config: RayServiceControllerConfig,
+    optional: OptionalControllers,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let (tx, rx) = watch::channel(false);
@@ -444,6 +488,14 @@ async fn run_controllers(
         let cluster_domain = config.podgen.config.cluster_domain.clone();
         tokio::spawn(ray_reconcile::mtls::controller::run(client, feed, cluster_domain, stop))
     });
+    let cron = optional.cron.map(|cron_config| {
+        let (client, stop) = (client.clone(), waiter(rx.clone()));
+        tokio::spawn(raycronjob_controller::run(client, cron_config, stop))
+    });
+    let network_policy = optional.network_policy.map(|np_config| {
+        let (client, stop) = (client.clone(), waiter(rx.clone()));
+        tokio::spawn(networkpolicy_controller::run(client, np_config, stop))
+    });
     tokio::join!(
         controller::run(client.clone(), config, waiter(rx.clone())),
         rayjob_controller::run(client.clone(), job_config, waiter(rx.clone())),
@@ -453,6 +505,13 @@ async fn run_controllers(
         && let Err(e) = mtls.await
     {
         warn!(error = %e, "mTLS controller task failed");
+    }
+    for (name, task) in [("RayCronJob", cron), ("NetworkPolicy", network_policy)] {
+        if let Some(task) = task
+            && let Err(e) = task.await
+        {
+            warn!(error = %e, "{name} controller task failed");
+        }
     }
     relay.abort();
 }

@@ -64,6 +64,12 @@ pub const CRD_KIND_RAY_CLUSTER: &str = "RayCluster";
 pub const CRD_KIND_RAY_JOB: &str = "RayJob";
 /// [`RAY_ORIGINATED_FROM_CRD_LABEL`] value for RayService.
 pub const CRD_KIND_RAY_SERVICE: &str = "RayService";
+/// Kind of the RayCronJob resource (owner of the RayJobs it creates).
+pub const CRD_KIND_RAY_CRON_JOB: &str = "RayCronJob";
+/// Label on each RayJob a RayCronJob creates: the RayCronJob's name.
+pub const RAY_CRON_JOB_NAME_LABEL: &str = "ray.io/cronjob-name";
+/// Annotation on each RayJob a RayCronJob creates: the tick it was created for (UTC, RFC 3339).
+pub const RAY_CRON_JOB_SCHEDULED_TIMESTAMP_ANNOTATION: &str = "ray.io/cronjob-scheduled-timestamp";
 
 // ---------------------------------------------------------------------------------------------
 // Annotations
@@ -189,6 +195,8 @@ pub const MAX_RAY_CLUSTER_NAME_LENGTH: usize = 53;
 pub const MAX_RAY_JOB_NAME_LENGTH: usize = 47;
 /// Maximum RayService name length: 53 − 6 (for `-xxxxx`).
 pub const MAX_RAY_SERVICE_NAME_LENGTH: usize = 47;
+/// Maximum RayCronJob name length: the RayJob limit minus a `-` and the 10 digits of a tick's minute number.
+pub const MAX_RAY_CRON_JOB_NAME_LENGTH: usize = MAX_RAY_JOB_NAME_LENGTH - 11;
 /// Length of the random suffix appended to generated names.
 pub const RANDOM_SUFFIX_LENGTH: usize = 5;
 /// Alphabet of random name suffixes (Kubernetes `rand.String`).

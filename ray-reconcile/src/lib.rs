@@ -14,6 +14,8 @@
 //! - [`rayjob`]: the `jobDeploymentStatus` state machine, the dashboard job client.
 //! - [`rayservice`]: blue/green and incremental upgrades, the serve config, the serve API client.
 //! - [`mtls`]: the cert-manager PKI of RayClusters with `tlsOptions.enabled`.
+//! - [`networkpolicy`]: NetworkPolicies per RayCluster (gate `RayClusterNetworkPolicy`).
+//! - [`raycronjob`]: RayJobs on a cron schedule (gate `RayCronJob`).
 //! - [`admission`]: KubeRay's validating webhooks, one AdmissionReview in and out, without I/O.
 //!
 //! What the controllers share stays at the root: settings ([`config`]), events ([`events`],
@@ -33,8 +35,10 @@ pub mod finalizers;
 pub mod kube_errors;
 pub mod metrics;
 pub mod mtls;
+pub mod networkpolicy;
 pub mod pod_group_sync;
 pub mod raycluster;
+pub mod raycronjob;
 pub mod rayjob;
 pub mod rayservice;
 pub mod runtime_util;

@@ -152,6 +152,45 @@ pub fn backoff_delay(failures: u32) -> Duration {
         .min(Duration::from_secs(1000))
 }
 
+/// Namespace and name of an object: the key of per-object controller state.
+pub type ObjectKey = (String, String);
+
+/// Consecutive failed passes per object, for controller-runtime's per-item exponential backoff
+/// ([`backoff_delay`]): each failure doubles the next delay, a clean pass starts over.
+#[derive(Debug, Default)]
+pub struct FailureBackoff {
+    failures: std::sync::Mutex<std::collections::HashMap<ObjectKey, u32>>,
+}
+
+impl FailureBackoff {
+    /// Records one more failure of `key`; the delay before its retry.
+    pub fn next_delay(&self, key: ObjectKey) -> Duration {
+        let Ok(mut failures) = self.failures.lock() else {
+            return backoff_delay(0);
+        };
+        let count = failures.entry(key).or_insert(0);
+        let delay = backoff_delay(*count);
+        *count = count.saturating_add(1);
+        delay
+    }
+
+    /// Forgets the failures of `key` after a clean pass.
+    pub fn reset(&self, key: &ObjectKey) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(key);
+        }
+    }
+}
+
+/// The [`ObjectKey`] of `object`.
+pub fn object_key<K: kube::Resource>(object: &K) -> ObjectKey {
+    let meta = object.meta();
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
 /// Publishes `spec` as an event about `regarding` through `recorder`. Events are best effort: a failure to
 /// publish is only logged.
 pub async fn publish_event(recorder: &Recorder, regarding: &ObjectReference, spec: EventSpec) {
@@ -209,6 +248,20 @@ mod tests {
         assert_eq!(backoff_delay(3), Duration::from_millis(40));
         assert_eq!(backoff_delay(20), Duration::from_secs(1000));
         assert_eq!(backoff_delay(u32::MAX), Duration::from_secs(1000));
+    }
+
+    #[test]
+    fn failure_backoff_doubles_per_object_and_resets() {
+        let backoff = FailureBackoff::default();
+        let a = ("ns".to_owned(), "a".to_owned());
+        assert_eq!(backoff.next_delay(a.clone()), Duration::from_millis(5));
+        assert_eq!(backoff.next_delay(a.clone()), Duration::from_millis(10));
+        assert_eq!(
+            backoff.next_delay(("ns".to_owned(), "b".to_owned())),
+            Duration::from_millis(5)
+        );
+        backoff.reset(&a);
+        assert_eq!(backoff.next_delay(a), Duration::from_millis(5));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use ray_api::{RayCluster, RayClusterStatus, RayJob, RayJobStatus, RayService, RayServiceStatuses};
+use ray_api::raycronjob::RayCronJobStatus;
+use ray_api::{RayCluster, RayClusterStatus, RayCronJob, RayJob, RayJobStatus, RayService, RayServiceStatuses};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -47,6 +48,16 @@ impl StatusResource for RayService {
         self.status.as_ref()
     }
     fn set_status(&mut self, status: RayServiceStatuses) {
+        self.status = Some(status);
+    }
+}
+
+impl StatusResource for RayCronJob {
+    type Status = RayCronJobStatus;
+    fn status(&self) -> Option<&RayCronJobStatus> {
+        self.status.as_ref()
+    }
+    fn set_status(&mut self, status: RayCronJobStatus) {
         self.status = Some(status);
     }
 }

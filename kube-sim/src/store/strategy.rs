@@ -314,6 +314,7 @@ impl Inner {
             ("networking.k8s.io", "ingresses") => {
                 obj["status"] = json!({"loadBalancer": {}});
             }
+            ("networking.k8s.io", "networkpolicies") => default_network_policy(obj),
             ("", "namespaces") => {
                 let name = meta_str(obj, "name").unwrap_or_default().to_string();
                 let meta = meta_mut(obj);
@@ -544,6 +545,7 @@ impl Inner {
                 }
                 default_service(new, Some(&old.value), &old_ip);
             }
+            ("networking.k8s.io", "networkpolicies") => default_network_policy(new),
             ("batch", "jobs") => {
                 for f in ["template", "selector", "completionMode"] {
                     let (o, n) = (&old.value["spec"][f], &new["spec"][f]);
@@ -898,6 +900,28 @@ fn qos_class(spec: &Value) -> &'static str {
 }
 
 /// Service defaults; `old` (on update) supplies the allocated cluster IP.
+/// The API server's NetworkPolicy defaults: `TCP` for a rule port without a protocol, and without
+/// `policyTypes`, `Ingress` plus `Egress` when there are egress rules.
+fn default_network_policy(obj: &mut Value) {
+    let spec = &mut obj["spec"];
+    for direction in ["ingress", "egress"] {
+        let rules = spec[direction].as_array_mut().into_iter().flatten();
+        for port in rules.flat_map(|r| r["ports"].as_array_mut().into_iter().flatten()) {
+            if port.get("protocol").is_none_or(Value::is_null) {
+                port["protocol"] = json!("TCP");
+            }
+        }
+    }
+    if spec.get("policyTypes").is_none_or(Value::is_null) && spec.is_object() {
+        let has_egress = spec["egress"].as_array().is_some_and(|e| !e.is_empty());
+        spec["policyTypes"] = if has_egress {
+            json!(["Ingress", "Egress"])
+        } else {
+            json!(["Ingress"])
+        };
+    }
+}
+
 fn default_service(obj: &mut Value, old: Option<&Value>, ip: &str) {
     if !obj["spec"].is_object() {
         obj["spec"] = json!({});
@@ -965,5 +989,25 @@ fn default_job(obj: &mut Value, uid: &str) {
         let mut pod = json!({"spec": spec["template"]["spec"].clone()});
         default_pod(&mut pod);
         spec["template"]["spec"] = pod["spec"].take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_policy_ports_default_to_tcp_and_policy_types_follow_the_rules() {
+        let mut np = json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}, {"port": 53, "protocol": "UDP"}]}]}});
+        default_network_policy(&mut np);
+        assert_eq!(np["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(np["spec"]["egress"][0]["ports"][1]["protocol"], "UDP");
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        let mut ingress_only = json!({"spec": {"podSelector": {}}});
+        default_network_policy(&mut ingress_only);
+        assert_eq!(ingress_only["spec"]["policyTypes"], json!(["Ingress"]));
+        let mut explicit = json!({"spec": {"podSelector": {}, "policyTypes": ["Egress"]}});
+        default_network_policy(&mut explicit);
+        assert_eq!(explicit["spec"]["policyTypes"], json!(["Egress"]));
     }
 }

@@ -304,6 +304,21 @@ pub async fn namespace_events(client: &Client, ns: &str) -> Vec<k8s_openapi::api
         .items
 }
 
+/// The Events in `ns` with `reason` about the object named `object`.
+pub async fn events_about(
+    client: &Client,
+    ns: &str,
+    reason: &str,
+    object: &str,
+) -> Vec<k8s_openapi::api::events::v1::Event> {
+    namespace_events(client, ns)
+        .await
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object))
+        .collect()
+}
+
 /// Live (not terminating) pods of the RayCluster `cluster` in `ns`.
 pub async fn live_cluster_pods(client: &Client, ns: &str, cluster: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);

@@ -60,6 +60,26 @@ pub fn ingress(ing: &Value, now: Timestamp) -> Row {
     .into()
 }
 
+/// NetworkPolicy columns.
+pub const NETWORK_POLICY: &[Col] = &[
+    NAME,
+    Col::string(
+        "Pod-Selector",
+        "Selects the pods to which this NetworkPolicy object applies. The array of ingress rules is applied to any pods selected by this field. Multiple network policies can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods in this namespace.",
+    ),
+    AGE,
+];
+
+/// `printNetworkPolicy`.
+pub fn network_policy(np: &Value, now: Timestamp) -> Row {
+    vec![
+        name(np),
+        json!(super::format::format_label_selector(&np["spec"]["podSelector"])),
+        created(np, now),
+    ]
+    .into()
+}
+
 /// IngressClass columns.
 pub const INGRESS_CLASS: &[Col] = &[
     NAME,

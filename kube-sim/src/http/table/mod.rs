@@ -167,6 +167,12 @@ static BUILTIN: &[BuiltinPrinter] = &[
     printer!("networking.k8s.io", "ingresses", cluster::INGRESS, cluster::ingress),
     printer!(
         "networking.k8s.io",
+        "networkpolicies",
+        cluster::NETWORK_POLICY,
+        cluster::network_policy
+    ),
+    printer!(
+        "networking.k8s.io",
         "ingressclasses",
         cluster::INGRESS_CLASS,
         cluster::ingress_class
