@@ -389,6 +389,33 @@ mod in_a_pass {
     }
 
     #[test]
+    fn a_surge_creates_a_new_worker_before_any_old_one_goes() {
+        let c = cluster("{maxUnavailable: 0, maxSurge: 1}");
+        let o = observed("OLD");
+        assert!(rolling_deletes(&c, &o).is_empty());
+        let mut suffix = || "abcde".to_owned();
+        let plan = plan_pods(
+            &c,
+            &o,
+            &ReconcileConfig::default(),
+            &PodGenSettings::default(),
+            &mut suffix,
+        );
+        let created: Vec<_> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                PodAction::CreatePod { pod, group } if group == "small" => Some(pod),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(created.len(), 1, "{:?}", plan.actions);
+        let hash = ray_podgen::hash::worker_group_hash(&c.spec.worker_group_specs.as_ref().unwrap()[0]);
+        let annotations = created[0].metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations[ray_api::constants::WORKER_TEMPLATE_HASH_ANNOTATION], hash);
+    }
+
+    #[test]
     fn a_config_that_cannot_progress_deletes_nothing_and_names_the_field() {
         for (config, field_text) in [
             ("{maxUnavailable: 0, maxSurge: 0}", "both 0"),
