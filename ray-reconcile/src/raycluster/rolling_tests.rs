@@ -388,6 +388,26 @@ mod in_a_pass {
         assert!(rolling_deletes(&none, &o).is_empty());
     }
 
+    /// `numOfHosts: 2`: a replica is replaced whole, and `maxUnavailable: 1` means one replica (two pods).
+    #[test]
+    fn a_multi_host_replica_is_replaced_as_a_unit() {
+        let mut c = cluster("{maxUnavailable: 1}");
+        let group = &mut c.spec.worker_group_specs.as_mut().unwrap()[0];
+        group.replicas = Some(2);
+        group.num_of_hosts = Some(2);
+        let mut o = observed("OLD");
+        o.pods.truncate(1);
+        for replica in ["r-a", "r-b"] {
+            for host in 0..2 {
+                let mut w = pod_info(&format!("{replica}-{host}"), "OLD", Some(replica), true, false);
+                w.group = "small".to_owned();
+                w.pod.host_index = Some(host);
+                o.pods.push(Arc::new(w));
+            }
+        }
+        assert_eq!(rolling_deletes(&c, &o), ["r-a-0", "r-a-1"]);
+    }
+
     #[test]
     fn a_surge_creates_a_new_worker_before_any_old_one_goes() {
         let c = cluster("{maxUnavailable: 0, maxSurge: 1}");
