@@ -23,7 +23,9 @@ use common::{Operator, SimEnv, free_port, node_type, running};
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(60);
-/// A JSON patch giving the first worker group another image.
+/// The image [`WORKER_IMAGE_PATCH`] sets.
+const EDITED_IMAGE: &str = "rayproject/ray:edited";
+/// A JSON patch giving the first worker group [`EDITED_IMAGE`].
 const WORKER_IMAGE_PATCH: &str = r#"[{"op":"replace","path":"/spec/workerGroupSpecs/0/template/spec/containers/0/image","value":"rayproject/ray:edited"}]"#;
 
 /// kube-sim and the operator, with one RayCluster created and settled.
@@ -200,7 +202,7 @@ async fn recreate_replaces_every_pod_on_a_template_edit_and_none_on_a_replicas_e
         after
             .iter()
             .filter(|p| node_type(p) == "worker")
-            .all(|p| image(p) == "rayproject/ray:edited")
+            .all(|p| image(p) == EDITED_IMAGE)
     );
     // Once: the new pods stay.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -215,15 +217,9 @@ struct Samples {
     max_pods: usize,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
-    const WORKERS: usize = 20;
-    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}});
-    let (env, before) = Env::start("rolling", WORKERS, strategy).await;
-    let head_uid = before.iter().find(|p| node_type(p) == "head").unwrap().uid();
-    let new_image = "rayproject/ray:edited";
-
-    // Watch the cluster's pods and sample after every change.
+/// Applies [`WORKER_IMAGE_PATCH`] and samples the group's worker pods after every watch event until all
+/// `workers` run the new image and are ready; returns the time that took and what was seen.
+async fn roll_and_sample(env: &Env, workers: usize) -> (Duration, Samples) {
     let pods: Api<Pod> = Api::namespaced(env.client.clone(), NS);
     let config = watcher::Config::default().labels(&format!("ray.io/cluster={},ray.io/node-type=worker", env.name));
     let mut stream = watcher(pods, config).boxed();
@@ -237,11 +233,10 @@ async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
             _ => {}
         }
     }
-
     let started = Instant::now();
     env.kubectl_patch(WORKER_IMAGE_PATCH);
     let mut samples = Samples::default();
-    let finished = loop {
+    loop {
         let event = tokio::time::timeout(WAIT.saturating_sub(started.elapsed()), stream.next())
             .await
             .expect("rolling upgrade did not finish in time")
@@ -261,12 +256,42 @@ async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
             .filter(|p| p.metadata.deletion_timestamp.is_none() && ready(p))
             .collect();
         samples.count += 1;
-        samples.max_missing = samples.max_missing.max(WORKERS.saturating_sub(serving.len()));
+        samples.max_missing = samples.max_missing.max(workers.saturating_sub(serving.len()));
         samples.max_pods = samples.max_pods.max(live.len());
-        if live.len() == WORKERS && serving.len() == WORKERS && serving.iter().all(|p| image(p) == new_image) {
-            break started.elapsed();
+        if live.len() == workers && serving.len() == workers && serving.iter().all(|p| image(p) == EDITED_IMAGE) {
+            return (started.elapsed(), samples);
         }
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_with_surge_creates_before_it_deletes() {
+    const WORKERS: usize = 6;
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 2}});
+    let (env, _) = Env::start("surge", WORKERS, strategy).await;
+    let (finished, samples) = roll_and_sample(&env, WORKERS).await;
+    eprintln!(
+        "rolling upgrade of {WORKERS} workers (maxUnavailable 0, maxSurge 2): finished in {:.1}s, max missing {}, max pods {}",
+        finished.as_secs_f64(),
+        samples.max_missing,
+        samples.max_pods
+    );
+    assert_eq!(samples.max_missing, 0, "maxUnavailable 0 but workers went missing");
+    assert!(
+        samples.max_pods <= WORKERS + 2,
+        "maxSurge 2 but {} worker pods",
+        samples.max_pods
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
+    const WORKERS: usize = 20;
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}});
+    let (env, before) = Env::start("rolling", WORKERS, strategy).await;
+    let head_uid = before.iter().find(|p| node_type(p) == "head").unwrap().uid();
+
+    let (finished, samples) = roll_and_sample(&env, WORKERS).await;
     eprintln!(
         "rolling upgrade of {WORKERS} workers (maxUnavailable 2): finished in {:.1}s, {} samples, max missing {}, max pods {}",
         finished.as_secs_f64(),
