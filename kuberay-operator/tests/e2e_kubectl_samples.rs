@@ -6,35 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ray_sim::{HollowRay, HollowRayOptions};
 
 mod common;
-use common::{Operator, SimEnv, free_port};
+use common::{Operator, SimEnv, free_port, kubectl};
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Runs kubectl against `kubeconfig` with a private HOME; (success, stdout, stderr).
-fn kubectl(dir: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new("kubectl")
-        .args(args)
-        .arg("--request-timeout=20s")
-        .env("KUBECONFIG", kubeconfig)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("kubectl is installed (see README)");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    eprintln!("$ kubectl {}\n{stdout}{stderr}", args.join(" "));
-    (out.status.success(), stdout, stderr)
-}
 
 /// The header line of `kubectl get <resource>`, with runs of spaces folded.
 fn header(output: &str) -> String {

@@ -89,6 +89,9 @@ pub const ENABLE_SERVE_SERVICE_TRUE: &str = "true";
 pub const DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION: &str = "ray.io/disable-provisioned-head-restart";
 /// Head pod annotation with the hash used by the `Recreate` upgrade strategy.
 pub const UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION: &str = "ray.io/upgrade-strategy-recreate-hash";
+/// Worker pod annotation with the hash of its group's spec, stamped only under `upgradeStrategy.type:
+/// RollingUpdate` (beyond KubeRay): a pod whose value differs from the group's current hash is outdated.
+pub const WORKER_TEMPLATE_HASH_ANNOTATION: &str = "ray.io/worker-template-hash";
 /// Annotation with the KubeRay version that created the object.
 pub const KUBERAY_VERSION_ANNOTATION: &str = "ray.io/kuberay-version";
 /// Annotation with the cluster spec hash ignoring replicas and workersToDelete.

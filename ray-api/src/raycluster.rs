@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::networking::v1::{IngressTLS, NetworkPolicyEgressRule, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,9 @@ closed_string_enum! {
         Recreate = "Recreate",
         /// Never recreate pods for spec changes.
         None = "None",
+        /// Beyond KubeRay: replace the pods of a worker group whose template changed a bounded number at a
+        /// time (`rollingUpdate`); the head is left alone. See `docs/rolling-upgrades.md`.
+        RollingUpdate = "RollingUpdate",
     }
 }
 
@@ -107,6 +111,32 @@ pub struct RayClusterUpgradeStrategy {
     /// The strategy type.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<RayClusterUpgradeType>,
+    /// Bounds of a rolling worker upgrade (read only with `type: RollingUpdate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolling_update: Option<RollingUpdateOptions>,
+}
+
+/// `spec.upgradeStrategy.rollingUpdate`: how fast a worker group's outdated pods are replaced.
+///
+/// `maxUnavailable` and `maxSurge` are counted in replicas of the group (a multi-host replica is one unit)
+/// and resolved against the group's desired replicas, as a Deployment resolves them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RollingUpdateOptions {
+    /// Most replicas of a group that may be unavailable during the upgrade: a count or a percentage of the
+    /// desired replicas, rounded down (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+    /// Most replicas created above the desired count during the upgrade: a count or a percentage of the
+    /// desired replicas, rounded up (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrString>,
+    /// Pauses the upgrade: no outdated pod is replaced while true (scaling goes on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<bool>,
+    /// Seconds an updated pod may stay unready before the upgrade is reported stuck (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_deadline_seconds: Option<i32>,
 }
 
 closed_string_enum! {
@@ -559,6 +589,35 @@ pub struct RayClusterStatus {
     /// Generation the status reflects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Progress of rolling worker upgrades, one entry per worker group (`upgradeStrategy.type:
+    /// RollingUpdate` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["groupName"]))]
+    pub worker_group_upgrades: Option<Vec<WorkerGroupUpgradeStatus>>,
+}
+
+/// `status.workerGroupUpgrades[]`: where one worker group's rolling upgrade stands, in replicas (a multi-host
+/// replica counts once).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerGroupUpgradeStatus {
+    /// The worker group.
+    pub group_name: String,
+    /// Replicas the group should have.
+    #[serde(default)]
+    pub desired_replicas: i32,
+    /// Replicas that exist and are not terminating.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Of those, replicas built from the current template.
+    #[serde(default)]
+    pub updated_replicas: i32,
+    /// Of those, replicas whose pods are running and ready.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Replicas built from the current template and ready.
+    #[serde(default)]
+    pub updated_ready_replicas: i32,
 }
 
 /// `status.head`: where the head runs.

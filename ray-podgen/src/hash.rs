@@ -5,7 +5,7 @@
 //! which follows Go's encoding closely; the value is meant to be compared with hashes this
 //! implementation produced, so treat it as opaque.
 
-use ray_api::RayClusterSpec;
+use ray_api::{RayClusterSpec, WorkerGroupSpec};
 
 /// SHA-1 (FIPS 180-1) of `data`. Small and local: only used for change-detection hashes.
 pub fn sha1(data: &[u8]) -> [u8; 20] {
@@ -76,30 +76,52 @@ pub fn base32_hex(data: &[u8]) -> String {
     out
 }
 
+/// Clears what scaling and Kueue change, and defaults what the operator defaults before hashing (an unset
+/// `rayStartParams` equals `{}`).
 fn blank_scaling_fields(spec: &mut RayClusterSpec) {
     spec.upgrade_strategy = None;
+    spec.head_group_spec.ray_start_params.get_or_insert_default();
     if let Some(pod_spec) = spec.head_group_spec.template.spec.as_mut() {
         pod_spec.tolerations = None;
         pod_spec.scheduling_gates = None;
     }
     for group in spec.worker_group_specs.iter_mut().flatten() {
-        group.replicas = None;
-        group.min_replicas = None;
-        group.max_replicas = None;
-        if let Some(strategy) = group.scale_strategy.as_mut() {
-            strategy.workers_to_delete = None;
-        }
-        if let Some(pod_spec) = group.template.spec.as_mut() {
-            pod_spec.tolerations = None;
-            pod_spec.scheduling_gates = None;
-        }
+        blank_group_scaling_fields(group);
     }
 }
 
-fn hash_spec(spec: &RayClusterSpec) -> String {
+fn blank_group_scaling_fields(group: &mut WorkerGroupSpec) {
+    group.ray_start_params.get_or_insert_default();
+    group.replicas = None;
+    group.min_replicas = None;
+    group.max_replicas = None;
+    // `workersToDelete` is all a scale strategy holds; an emptied one equals an absent one.
+    group.scale_strategy = None;
+    if let Some(pod_spec) = group.template.spec.as_mut() {
+        pod_spec.tolerations = None;
+        pod_spec.scheduling_gates = None;
+    }
+}
+
+fn hash_json<T: serde::Serialize>(value: &T) -> String {
     // Serialising a plain data struct cannot fail; an empty input still hashes deterministically.
-    let json = serde_json::to_vec(spec).unwrap_or_default();
+    let json = serde_json::to_vec(value).unwrap_or_default();
     base32_hex(&sha1(&json))
+}
+
+fn hash_spec(spec: &RayClusterSpec) -> String {
+    hash_json(spec)
+}
+
+/// `ray.io/worker-template-hash` of a worker pod (rolling upgrades): the group's spec without what scaling
+/// changes (replicas, min/max, workersToDelete, tolerations, scheduling gates), its `suspend` and its
+/// autoscaler idle timeout, none of which needs a new pod.
+pub fn worker_group_hash(group: &WorkerGroupSpec) -> String {
+    let mut group = group.clone();
+    blank_group_scaling_fields(&mut group);
+    group.suspend = None;
+    group.idle_timeout_seconds = None;
+    hash_json(&group)
 }
 
 /// `ray.io/upgrade-strategy-recreate-hash` of a head pod: replicas, min/max, workersToDelete,
@@ -161,5 +183,46 @@ mod tests {
         assert_eq!(recreate_hash(&a).len(), 32);
         b.ray_version = Some("2.9.0".into());
         assert_ne!(recreate_hash(&a), recreate_hash(&b));
+    }
+
+    /// An unset `rayStartParams` hashes as `{}` (the operator's default), so writing `{}` recreates nothing.
+    #[test]
+    fn unset_ray_start_params_hash_as_empty() {
+        let mut a = RayClusterSpec {
+            worker_group_specs: Some(vec![WorkerGroupSpec::default()]),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        b.head_group_spec.ray_start_params = Some(Default::default());
+        assert_eq!(recreate_hash(&a), recreate_hash(&b));
+        if let Some(groups) = a.worker_group_specs.as_mut() {
+            groups[0].ray_start_params = Some(Default::default());
+        }
+        assert_eq!(recreate_hash(&a), recreate_hash(&b));
+        b.head_group_spec.ray_start_params = Some([("num-cpus".to_owned(), "0".to_owned())].into());
+        assert_ne!(recreate_hash(&a), recreate_hash(&b));
+    }
+
+    #[test]
+    fn worker_group_hash_follows_the_template_not_scaling() {
+        let group = WorkerGroupSpec {
+            group_name: "g".into(),
+            replicas: Some(3),
+            ..Default::default()
+        };
+        let mut scaled = group.clone();
+        scaled.replicas = Some(30);
+        scaled.max_replicas = Some(40);
+        scaled.suspend = Some(true);
+        scaled.scale_strategy = Some(ray_api::ScaleStrategy {
+            workers_to_delete: Some(vec!["w-1".into()]),
+        });
+        assert_eq!(worker_group_hash(&group), worker_group_hash(&scaled));
+        let mut edited = group.clone();
+        edited.template.metadata = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            labels: Some([("a".to_owned(), "b".to_owned())].into()),
+            ..Default::default()
+        });
+        assert_ne!(worker_group_hash(&group), worker_group_hash(&edited));
     }
 }

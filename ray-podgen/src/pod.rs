@@ -16,7 +16,7 @@ use ray_api::constants::{
     RAY_HOST_INDEX_LABEL, RAY_ID_LABEL, RAY_IS_RAY_NODE_LABEL, RAY_IS_RAY_NODE_VALUE, RAY_LOG_VOLUME_MOUNT_PATH,
     RAY_LOG_VOLUME_NAME, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL, RAY_WORKER_REPLICA_INDEX_LABEL,
     RAY_WORKER_REPLICA_NAME_LABEL, SHARED_MEMORY_VOLUME_MOUNT_PATH, SHARED_MEMORY_VOLUME_NAME,
-    UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION, WAIT_GCS_READY_INIT_CONTAINER_NAME,
+    UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION, WAIT_GCS_READY_INIT_CONTAINER_NAME, WORKER_TEMPLATE_HASH_ANNOTATION,
 };
 use ray_api::{AutoscalerVersion, RayCluster, WorkerGroupSpec};
 
@@ -433,6 +433,12 @@ impl<'a> PodGenerator<'a> {
         meta.annotations = none_if_empty(annotations);
         let mut pod = self.build_pod(RayNodeType::Worker, meta, spec, &mut params);
         pod.metadata.owner_references = Some(vec![cluster_owner_reference(cluster)]);
+        if ray_api::validation::rolling_update::rolling_update_requested(&cluster.spec) {
+            pod.metadata.annotations.get_or_insert_with(BTreeMap::new).insert(
+                WORKER_TEMPLATE_HASH_ANNOTATION.to_owned(),
+                hash::worker_group_hash(group),
+            );
+        }
         Ok(pod)
     }
 

@@ -49,6 +49,7 @@ fn running_pod(name: String, role: PodRole, group: &str) -> Arc<PodInfo> {
         }),
         container_problem: None,
         awaiting_node: false,
+        upgrade: Default::default(),
     })
 }
 

@@ -198,6 +198,25 @@ pub async fn install_extra_crds(client: &Client, crds: &[serde_json::Value]) {
     }
 }
 
+/// Runs the real `kubectl` against `kubeconfig` with a private HOME and echoes the command and its output;
+/// returns (success, stdout, stderr).
+pub fn kubectl(dir: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("kubectl")
+        .args(args)
+        .arg("--request-timeout=20s")
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("kubectl is installed (see README)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("$ kubectl {}\n{stdout}{stderr}", args.join(" "));
+    (out.status.success(), stdout, stderr)
+}
+
 /// A fresh temp directory for one test's files.
 pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kuberay-e2e-{tag}-{}-{}", std::process::id(), free_port()));

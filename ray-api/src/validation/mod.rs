@@ -23,6 +23,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar};
 mod raycluster;
 mod rayjob;
 mod rayservice;
+pub mod rolling_update;
 mod webhook;
 
 pub use raycluster::{

@@ -62,7 +62,10 @@ pub fn validate_ray_cluster_upgrade_options(cluster: &RayCluster) -> ValidationR
     let Some(type_) = cluster.spec.upgrade_strategy.as_ref().and_then(|u| u.type_) else {
         return Ok(());
     };
-    if !matches!(type_, RayClusterUpgradeType::Recreate | RayClusterUpgradeType::None) {
+    if !matches!(
+        type_,
+        RayClusterUpgradeType::Recreate | RayClusterUpgradeType::None | RayClusterUpgradeType::RollingUpdate
+    ) {
         return Err(ValidationError::new(
             "spec.upgradeStrategy.type",
             format!(

@@ -152,6 +152,7 @@ mod tests {
             ready: None,
             container_problem: None,
             awaiting_node: false,
+            upgrade: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@ use super::index::{ClusterIndex, ClusterKey};
 use super::observed::{ObservedState, PodInfo, ServiceInfo};
 use super::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
 use super::podgen::PodGenSettings;
-use super::{children, gcs_ft, status};
+use super::{children, gcs_ft, status, upgrade_status};
 use crate::conditions;
 use crate::config::ReconcileConfig;
 use crate::event_filter::EventSpamFilter;
@@ -21,7 +21,7 @@ use crate::runtime_util::{backoff_delay, publish_event};
 use crate::status_writer::{self, MergeShape, StatusWrite};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::Recorder;
 use kube::{Client, Resource, ResourceExt};
@@ -40,6 +40,10 @@ pub const SHORT_REQUEUE: Duration = Duration::from_secs(ray_api::constants::DEFA
 /// Requeue after a pass that left worker creates for later (`plan::MAX_WORKER_CREATES_PER_PASS`). The watch
 /// events of the slice just created usually trigger the next pass sooner; this is the fallback.
 pub const DEFERRED_CREATES_REQUEUE: Duration = Duration::from_millis(200);
+
+/// Requeue while a rolling worker upgrade is in progress, so a replacement that never gets ready is reported
+/// once its progress deadline passes even when no pod changes.
+pub const UPGRADE_CHECK_REQUEUE: Duration = Duration::from_secs(5);
 
 /// Shared state of the RayCluster controller.
 pub struct Context {
@@ -154,7 +158,10 @@ impl Context {
     /// Publishes an event the caller already limits to one per episode, outside the spam budget (which a
     /// large scale-up spends on `CreatedWorkerPod`).
     async fn publish_once(&self, cluster: &RayCluster, event: EventSpec) {
-        warn!(reason = event.reason, note = %event.note, "event");
+        match event.severity {
+            Severity::Normal => info!(reason = event.reason, note = %event.note, "event"),
+            Severity::Warning => warn!(reason = event.reason, note = %event.note, "event"),
+        }
         publish_event(&self.recorder, &cluster.object_ref(&()), event).await;
     }
 
@@ -291,9 +298,17 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     let observed = ctx.observe(cluster, Instant::now());
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let mut inconsistent = false;
+    let mut upgrading = false;
     let calc = status::calculate_status(cluster, &observed, pass_error.as_ref(), &ctx.config.gates, &now);
     let calc_error = match calc {
         Ok(new_status) => {
+            let old_conditions = conditions::cluster_conditions(cluster);
+            let new_conditions = new_status.conditions.as_deref().unwrap_or_default();
+            if let Some(event) = upgrade_status::transition_event(old_conditions, new_conditions, cluster) {
+                ctx.publish_once(cluster, event).await;
+            }
+            upgrading = conditions::find(new_conditions, upgrade_status::WORKER_UPGRADE_IN_PROGRESS)
+                .is_some_and(|c| c.status == conditions::TRUE);
             if status::status_changed(cluster.status.as_ref(), &new_status) {
                 write_status(cluster, ctx, &new_status).await?;
                 inconsistent = true;
@@ -311,6 +326,9 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     }
     if inconsistent {
         return Ok(Action::requeue(SHORT_REQUEUE));
+    }
+    if upgrading {
+        return Ok(Action::requeue(UPGRADE_CHECK_REQUEUE));
     }
     Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
 }
@@ -398,12 +416,24 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
                 issue,
                 ok,
                 fail_reason,
+                fail_note,
                 marker,
             } => {
-                let failure = PodFailure { fail_reason, marker };
+                let failure = PodFailure {
+                    fail_reason,
+                    fail_note,
+                    marker,
+                };
                 delete_pod_collection(cluster, ctx, &pods, group, issue, ok, failure).await
             }
             PodAction::DeletePod { name, group, kind } => delete_pod(cluster, ctx, &pods, name, group, kind).await,
+            PodAction::PatchAnnotations { name, annotations } => {
+                let patch = serde_json::json!({"metadata": {"annotations": annotations}});
+                if let Err(e) = pods.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    warn!(pod = %name, error = %e, "failed to refresh the upgrade annotations");
+                }
+                Ok(())
+            }
             PodAction::CreatePod { pod, group } => {
                 // Consecutive creates go out together, in slow-start batches.
                 let mut batch = vec![(pod, group)];
@@ -427,6 +457,7 @@ pub async fn execute_pod_plan(cluster: &RayCluster, ctx: &Context, pod_plan: Pod
 /// The event and `ReplicaFailure` marker of a failed pod collection delete.
 struct PodFailure {
     fail_reason: &'static str,
+    fail_note: String,
     marker: ErrorMarker,
 }
 
@@ -451,12 +482,7 @@ async fn delete_pod_collection(
         }
         let params = ListParams::default().labels(&selector);
         if let Err(e) = pods.delete_collection(&DeleteParams::default(), &params).await {
-            let note = match &group {
-                Some(g) => {
-                    format!("Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}, {e}")
-                }
-                None => format!("Failed deleting Pods for RayCluster {ns}/{name}, {e}"),
-            };
+            let note = format!("{}, {e}", failure.fail_note);
             ctx.publish(
                 cluster,
                 EventSpec::warning(failure.fail_reason, action::DELETE, note.clone()),
@@ -502,16 +528,22 @@ async fn delete_pod(
         DeleteKind::WorkersToDelete => format!("Deleted pod {ns}/{pod}"),
         DeleteKind::Surplus => format!("Deleted Pod {ns}/{pod}"),
         DeleteKind::MultiHost(why) => format!("Deleted worker Pod {ns}/{pod} for group {group}: {why}"),
+        DeleteKind::RollingUpgrade(note) => note.clone(),
     };
     let deleted = match result {
         Ok(_) => true,
-        Err(e) if is_not_found(&e) => matches!(kind, DeleteKind::Surplus | DeleteKind::MultiHost(_)),
+        Err(e) if is_not_found(&e) => matches!(
+            kind,
+            DeleteKind::Surplus | DeleteKind::MultiHost(_) | DeleteKind::RollingUpgrade(_)
+        ),
         Err(e) => {
             let note = match &kind {
                 DeleteKind::UnhealthyHead(_) => format!("Failed deleting head Pod {ns}/{pod}, {e}"),
                 DeleteKind::UnhealthyWorker(_) => format!("Failed deleting worker Pod {ns}/{pod}, {e}"),
                 DeleteKind::WorkersToDelete => format!("Failed deleting pod {ns}/{pod}, {e}"),
-                DeleteKind::Surplus | DeleteKind::MultiHost(_) => format!("Failed deleting Pod {ns}/{pod}, {e}"),
+                DeleteKind::Surplus | DeleteKind::MultiHost(_) | DeleteKind::RollingUpgrade(_) => {
+                    format!("Failed deleting Pod {ns}/{pod}, {e}")
+                }
             };
             ctx.publish(cluster, EventSpec::warning(fail_reason, action::DELETE, note.clone()))
                 .await;

@@ -24,8 +24,11 @@ pub mod index;
 pub mod observed;
 pub mod plan;
 pub mod podgen;
+pub mod recreate;
+pub mod rolling;
 pub mod slim;
 pub mod status;
 #[cfg(test)]
 mod test_fixtures;
+pub mod upgrade_status;
 pub mod validate;

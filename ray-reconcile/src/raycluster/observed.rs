@@ -6,7 +6,9 @@ use super::slim::SlimPod;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use ray_api::constants::{
-    NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_CLUSTER_LABEL, RAY_ID_LABEL, RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL,
+    KUBERAY_VERSION_ANNOTATION, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_CLUSTER_LABEL, RAY_ID_LABEL,
+    RAY_NODE_GROUP_LABEL, RAY_NODE_TYPE_LABEL, UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION,
+    WORKER_TEMPLATE_HASH_ANNOTATION,
 };
 use ray_autoscale::ObservedPod;
 use std::collections::HashSet;
@@ -62,6 +64,21 @@ pub struct PodInfo {
     pub container_problem: Option<ContainerProblem>,
     /// Pending without a `PodScheduled=True` condition: the pod waits for a node.
     pub awaiting_node: bool,
+    /// What upgrades read from the pod.
+    pub upgrade: UpgradeMarks,
+}
+
+/// The annotations and age upgrades compare (empty strings when absent).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeMarks {
+    /// `ray.io/upgrade-strategy-recreate-hash` (head pods).
+    pub recreate_hash: String,
+    /// `ray.io/kuberay-version` (head pods).
+    pub kuberay_version: String,
+    /// `ray.io/worker-template-hash` (worker pods created under `RollingUpdate`).
+    pub worker_template_hash: String,
+    /// `metadata.creationTimestamp` as seconds since the Unix epoch.
+    pub created_unix: Option<i64>,
 }
 
 impl PodInfo {
@@ -126,8 +143,22 @@ impl Compact for PodInfo {
         let scheduled = status
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|c| c.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+        let annotation = |key: &str| {
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let upgrade = UpgradeMarks {
+            recreate_hash: annotation(UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION),
+            kuberay_version: annotation(KUBERAY_VERSION_ANNOTATION),
+            worker_template_hash: annotation(WORKER_TEMPLATE_HASH_ANNOTATION),
+            created_unix: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+        };
         let pod = ObservedPod::from_pod(pod);
         Self {
+            upgrade,
             awaiting_node: pod.phase == ray_autoscale::PodPhase::Pending && !scheduled,
             pod,
             role,

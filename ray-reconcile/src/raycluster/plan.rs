@@ -6,6 +6,8 @@
 use super::error::{ErrorMarker, PassError};
 use super::observed::{ObservedState, PodInfo, PodRole};
 use super::podgen::{ClusterPods, PodGenSettings, WorkerPlacement};
+use super::recreate::{self, RecreateDecision};
+use super::rolling;
 use super::status::{group_replicas, suspend_status};
 use super::validate;
 use crate::conditions;
@@ -16,8 +18,8 @@ use ray_api::RayCluster;
 use ray_api::constants::{DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, KUBERAY_CONTROLLER};
 use ray_autoscale::multi_host::{incomplete_replica_error, scale_strategy_error};
 use ray_autoscale::{
-    DeletionReason, HeadPlan, MultiHostOutcome, NodeType, ObservedPod, WorkerGroupInput, WorkerGroupPlan,
-    head_restart_disabled, plan_head, plan_worker_group, surplus_deletion_enabled,
+    DeletionReason, GroupReplicas, HeadPlan, MultiHostOutcome, NodeType, ObservedPod, WorkerGroupInput,
+    WorkerGroupPlan, head_restart_disabled, plan_head, plan_worker_group, surplus_deletion_enabled,
 };
 
 /// Whether a pass goes on past its preflight checks.
@@ -145,6 +147,8 @@ pub enum DeleteKind {
     Surplus,
     /// A multi-host replica pod; the text is the reason.
     MultiHost(String),
+    /// An outdated pod a rolling upgrade replaces; the text is the event (NotFound still counts as deleted).
+    RollingUpgrade(String),
 }
 
 /// One pod operation, in execution order.
@@ -161,6 +165,8 @@ pub enum PodAction {
         ok: EventSpec,
         /// Warning reason on failure.
         fail_reason: &'static str,
+        /// Warning text on failure (the API error follows after `, `).
+        fail_note: String,
         /// Error marker on failure.
         marker: ErrorMarker,
     },
@@ -172,6 +178,13 @@ pub enum PodAction {
         group: String,
         /// Why.
         kind: DeleteKind,
+    },
+    /// Merge these annotations into a pod (failures are logged, never fail the pass).
+    PatchAnnotations {
+        /// Pod name.
+        name: String,
+        /// Annotations to set.
+        annotations: std::collections::BTreeMap<String, String>,
     },
     /// Create a pod.
     CreatePod {
@@ -254,12 +267,40 @@ pub fn plan_pods_from(
                 format!("Deleted Pods for RayCluster {ns}/{name} due to suspension"),
             ),
             fail_reason: reason::FAILED_TO_DELETE_POD_COLLECTION,
+            fail_note: format!("Failed deleting Pods for RayCluster {ns}/{name}"),
             marker: ErrorMarker::FailedDeleteAllPods,
         });
         return plan;
     }
     if gate && (suspend == Some(conditions::RAY_CLUSTER_SUSPENDED) || spec_suspend) {
         return plan;
+    }
+
+    match recreate::decide(cluster, observed) {
+        RecreateDecision::Keep => {}
+        RecreateDecision::RefreshAnnotations { pod, annotations } => {
+            plan.actions
+                .push(PodAction::PatchAnnotations { name: pod, annotations });
+        }
+        RecreateDecision::Recreate => {
+            plan.actions.push(PodAction::DeleteCollection {
+                group: None,
+                issue: observed.pods.iter().any(|p| !p.pod.deletion_timestamp_set),
+                ok: EventSpec::normal(
+                    reason::DELETED_POD,
+                    action::DELETE,
+                    format!(
+                        "Deleted all Pods for RayCluster {ns}/{name} due to spec change with Recreate upgradeStrategy"
+                    ),
+                ),
+                fail_reason: reason::FAILED_TO_DELETE_POD_COLLECTION,
+                fail_note: format!(
+                    "Failed deleting Pods due to spec change with Recreate upgradeStrategy for RayCluster {ns}/{name}"
+                ),
+                marker: ErrorMarker::FailedDeleteAllPods,
+            });
+            return plan;
+        }
     }
 
     if !observed.unsatisfied_groups.contains(HEAD_GROUP_KEY) {
@@ -331,13 +372,26 @@ pub fn plan_pods_from(
             _ => (pass_room, false),
         }
     };
+    // A rolling-update setting that fails its checks stops only the upgrade (the status reports it).
+    let rollout_options = rolling::rollout_options(&cluster.spec).and_then(Result::ok);
     for (group_index, group) in cluster.spec.worker_group_specs.iter().flatten().enumerate() {
         let g = group.group_name.as_str();
         if observed.unsatisfied_groups.contains(g) {
             continue;
         }
-        let replicas = group_replicas(group);
-        let group_pods: Vec<&PodInfo> = observed.group_pods(g).collect();
+        let mut replicas = group_replicas(group);
+        let mut group_pods: Vec<&PodInfo> = observed.group_pods(g).collect();
+        // The clock only changes the reported state of an upgrade, never what a pass does.
+        let rollout = rollout_options
+            .as_ref()
+            .and_then(|o| rolling::group_step(o, group, &group_pods, config.gates.ray_multi_host_indexing, 0))
+            .and_then(Result::ok);
+        if let Some(step) = &rollout {
+            replicas = with_surge(&replicas, step.surge, config.gates.ray_multi_host_indexing);
+            // A surplus (scale-down) takes terminating pods first, then outdated ones.
+            let hash = ray_podgen::hash::worker_group_hash(group);
+            group_pods.sort_by_key(|p| (!p.pod.deletion_timestamp_set, !rolling::is_outdated(p, &hash)));
+        }
         let pods: Vec<ObservedPod> = group_pods.iter().map(|p| p.pod.clone()).collect();
         let workers_to_delete: Vec<String> = group
             .scale_strategy
@@ -379,6 +433,7 @@ pub fn plan_pods_from(
                     format!("Deleted all pods for suspended worker group {g} in RayCluster {ns}/{name}"),
                 ),
                 fail_reason: reason::FAILED_TO_DELETE_WORKER_POD_COLLECTION,
+                fail_note: format!("Failed deleting worker Pods for suspended group {g} in RayCluster {ns}/{name}"),
                 marker: ErrorMarker::FailedDeleteWorkerPod,
             }),
             WorkerGroupPlan::DeleteUnhealthy(deletions) => {
@@ -400,6 +455,7 @@ pub fn plan_pods_from(
                 return plan;
             }
             WorkerGroupPlan::Scale(scale) => {
+                let scale_deletes = !scale.delete_by_name.is_empty() || !scale.surplus.is_empty();
                 for pod in scale.delete_by_name {
                     plan.actions.push(PodAction::DeletePod {
                         name: pod,
@@ -413,6 +469,9 @@ pub fn plan_pods_from(
                         group: g.to_owned(),
                         kind: DeleteKind::Surplus,
                     });
+                }
+                if !scale_deletes && let Some(step) = &rollout {
+                    push_rolling_deletes(&mut plan, step, g, ns);
                 }
                 if !scale.create.is_empty()
                     && let Some(block) = &observed.tls_block
@@ -438,6 +497,7 @@ pub fn plan_pods_from(
                 }
             }
             WorkerGroupPlan::MultiHost(mh) => {
+                let scale_deletes = !mh.deletions.is_empty();
                 for d in mh.deletions {
                     let why = match &d.reason {
                         DeletionReason::Unhealthy(u) => pods
@@ -469,6 +529,9 @@ pub fn plan_pods_from(
                         deferred_replicas,
                         ..
                     } => {
+                        if !scale_deletes && let Some(step) = &rollout {
+                            push_rolling_deletes(&mut plan, step, g, ns);
+                        }
                         if !create.is_empty()
                             && let Some(block) = &observed.tls_block
                         {
@@ -501,6 +564,42 @@ pub fn plan_pods_from(
         }
     }
     plan
+}
+
+/// The group's replica fields with `surge` replicas added to what the scale step works towards. A
+/// multi-host group without replica indexing is scaled pod by pod, so it gets no surge.
+fn with_surge(replicas: &GroupReplicas, surge: i64, multi_host_indexing: bool) -> GroupReplicas {
+    if surge <= 0 || (replicas.num_of_hosts > 1 && !multi_host_indexing) {
+        return replicas.clone();
+    }
+    GroupReplicas {
+        replicas: Some(
+            replicas
+                .clamped_replicas()
+                .saturating_add(i32::try_from(surge).unwrap_or(i32::MAX)),
+        ),
+        min_replicas: None,
+        max_replicas: None,
+        ..replicas.clone()
+    }
+}
+
+/// Deletes the outdated replicas a rolling step chose, each pod with its event.
+fn push_rolling_deletes(plan: &mut PodPlan, step: &rolling::RollingStep, group: &str, ns: &str) {
+    let progress = step.progress;
+    for replica in &step.delete {
+        for pod in replica {
+            plan.actions.push(PodAction::DeletePod {
+                name: pod.clone(),
+                group: group.to_owned(),
+                kind: DeleteKind::RollingUpgrade(format!(
+                    "Deleted outdated worker Pod {ns}/{pod} of group {group} for the rolling upgrade \
+                     ({} of {} replicas updated)",
+                    progress.updated, progress.desired
+                )),
+            });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -657,6 +756,7 @@ spec:
                 ready: None,
                 container_problem: None,
                 awaiting_node: false,
+                upgrade: Default::default(),
             }));
         let p = run(&head_only);
         assert!(p.actions.is_empty(), "{:?}", p.actions);
@@ -724,6 +824,7 @@ spec:
                 ready: None,
                 container_problem: None,
                 awaiting_node: false,
+                upgrade: Default::default(),
             }));
             for i in 0..waiting + scheduled {
                 let mut pod = ObservedPod::running(format!("demo-w-{i}"));
@@ -736,6 +837,7 @@ spec:
                     ready: None,
                     container_problem: None,
                     awaiting_node: i < waiting,
+                    upgrade: Default::default(),
                 }));
             }
             state

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use ray_api::constants::{
+    KUBERAY_VERSION_ANNOTATION, UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION, WORKER_TEMPLATE_HASH_ANNOTATION,
+};
 use serde::Deserialize;
 
 /// A pod decoded with only what reconcile reads (see the module docs); `.0` is that partial `Pod`.
@@ -56,7 +59,8 @@ impl kube::Resource for SlimPod {
     }
 }
 
-/// The metadata fields kept: identity, the resourceVersion the watcher resumes from, labels and deletion.
+/// The metadata fields kept: identity, the resourceVersion the watcher resumes from, labels, the upgrade
+/// annotations, creation and deletion.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireMeta {
@@ -65,7 +69,45 @@ struct WireMeta {
     uid: Option<String>,
     resource_version: Option<String>,
     labels: Option<BTreeMap<String, String>>,
+    annotations: Option<UpgradeAnnotations>,
+    creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
+}
+
+/// The annotations upgrades read ([`KEPT_ANNOTATIONS`]); every other annotation is skipped unallocated.
+struct UpgradeAnnotations(BTreeMap<String, String>);
+
+/// Annotation keys a slim pod keeps: the Recreate strategy's hash and version, the rolling upgrade's hash.
+pub const KEPT_ANNOTATIONS: [&str; 3] = [
+    UPGRADE_STRATEGY_RECREATE_HASH_ANNOTATION,
+    KUBERAY_VERSION_ANNOTATION,
+    WORKER_TEMPLATE_HASH_ANNOTATION,
+];
+
+impl<'de> Deserialize<'de> for UpgradeAnnotations {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UpgradeAnnotations;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of annotations")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kept = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if KEPT_ANNOTATIONS.contains(&key.as_ref()) {
+                        kept.insert(key.into_owned(), map.next_value::<String>()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(UpgradeAnnotations(kept))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// Only the container name (the Ray container's status is matched by it).
@@ -109,6 +151,8 @@ impl From<WirePod> for SlimPod {
                 uid: meta.uid,
                 resource_version: meta.resource_version,
                 labels: meta.labels,
+                annotations: meta.annotations.map(|a| a.0).filter(|a| !a.is_empty()),
+                creation_timestamp: meta.creation_timestamp,
                 deletion_timestamp: meta.deletion_timestamp,
                 ..ObjectMeta::default()
             },
@@ -152,7 +196,9 @@ mod tests {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "c-head-x", "namespace": "ns", "uid": "u1", "resourceVersion": "42",
                 "labels": {"ray.io/cluster": "c"}, "deletionTimestamp": "2026-01-01T00:00:00Z",
-                "annotations": {"a": "b"}, "managedFields": [{"manager": "m"}]},
+                "creationTimestamp": "2025-12-31T00:00:00Z",
+                "annotations": {"a": "b", "ray.io/upgrade-strategy-recreate-hash": "H", "ray.io/kuberay-version": "v"},
+                "managedFields": [{"manager": "m"}]},
             "spec": {"restartPolicy": "Never", "nodeName": "n1",
                 "containers": [{"name": "ray-head", "image": "rayproject/ray", "env": [{"name": "A", "value": "1"}]}]},
             "status": {"phase": "Running", "podIP": "10.0.0.7", "hostIP": "10.1.0.1",
@@ -166,7 +212,11 @@ mod tests {
         assert_eq!(pod.metadata.resource_version.as_deref(), Some("42"));
         assert_eq!(pod.metadata.labels.as_ref().unwrap()["ray.io/cluster"], "c");
         assert!(pod.metadata.deletion_timestamp.is_some());
-        assert!(pod.metadata.annotations.is_none() && pod.metadata.managed_fields.is_none());
+        assert!(pod.metadata.managed_fields.is_none() && pod.metadata.creation_timestamp.is_some());
+        let annotations = pod.metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations.len(), 2, "{annotations:?}");
+        assert_eq!(annotations["ray.io/upgrade-strategy-recreate-hash"], "H");
+        assert_eq!(annotations["ray.io/kuberay-version"], "v");
         let spec = pod.spec.as_ref().unwrap();
         assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
         assert_eq!(spec.containers[0].name, "ray-head");

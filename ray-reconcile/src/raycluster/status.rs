@@ -160,6 +160,14 @@ pub fn calculate_status(
         }
         suspend_conditions(&mut conds, suspend, cluster.spec.suspend, pods.is_empty(), now);
     }
+    super::upgrade_status::apply(
+        &mut status,
+        &mut conds,
+        cluster,
+        observed,
+        gates.ray_multi_host_indexing,
+        now,
+    );
     status.conditions = (!conds.is_empty()).then_some(conds);
 
     update_endpoints(&mut status, observed);
@@ -367,6 +375,7 @@ mod tests {
             }),
             container_problem: None,
             awaiting_node: false,
+            upgrade: Default::default(),
         }
     }
 
