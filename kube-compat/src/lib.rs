@@ -8,6 +8,7 @@
 //! * [`go_json`]: JSON written as Go's `encoding/json` writes it (sorted map keys, HTML-safe strings,
 //!   Go's float format).
 //! * [`go_strconv`]: Go's `strconv` parsing of booleans and integers, and its quoting.
+//! * [`human_duration`]: ages printed as apimachinery's `duration.HumanDuration` (`3m20s`, `2d3h`).
 //!
 //! Pure: no I/O, no environment, no clock. Both the operator's crates and the simulated API server
 //! depend on it, which is why it depends on no KubeRay crate.
@@ -29,4 +30,5 @@
 pub mod go_duration;
 pub mod go_json;
 pub mod go_strconv;
+pub mod human_duration;
 pub mod quantity;
