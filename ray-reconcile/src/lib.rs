@@ -37,6 +37,7 @@ pub mod pod_group_sync;
 pub mod raycluster;
 pub mod rayjob;
 pub mod rayservice;
+pub mod rbac;
 pub mod runtime_util;
 pub mod status_writer;
 
