@@ -55,19 +55,28 @@ async fn grant(env: &SimEnv, rules: Vec<PolicyRule>, leader_rules: Vec<PolicyRul
         "subjects": subjects,
     }))
     .unwrap();
-    Api::<ClusterRoleBinding>::all(admin.clone()).create(&pp, &binding).await.unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&pp, &binding)
+        .await
+        .unwrap();
     let leader: Role = serde_json::from_value(json!({
         "metadata": {"name": "kuberay-operator-leader-election"}, "rules": leader_rules,
     }))
     .unwrap();
-    Api::<Role>::namespaced(admin.clone(), NS).create(&pp, &leader).await.unwrap();
+    Api::<Role>::namespaced(admin.clone(), NS)
+        .create(&pp, &leader)
+        .await
+        .unwrap();
     let leader_binding: RoleBinding = serde_json::from_value(json!({
         "metadata": {"name": "kuberay-operator-leader-election"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kuberay-operator-leader-election"},
         "subjects": subjects,
     }))
     .unwrap();
-    Api::<RoleBinding>::namespaced(admin.clone(), NS).create(&pp, &leader_binding).await.unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), NS)
+        .create(&pp, &leader_binding)
+        .await
+        .unwrap();
     let kubeconfig = env.dir.join("kubeconfig-operator");
     std::fs::write(&kubeconfig, env.sim.kubeconfig_for(USER, &["system:serviceaccounts"])).unwrap();
     kubeconfig
@@ -118,13 +127,18 @@ async fn a_missing_permission_is_a_clear_log_line_and_an_event() {
     let kubeconfig = grant(&env, rules, leader_rules).await;
     let mut operator = start_operator(&env, &kubeconfig);
     let name = create_sample(&env.client, "ray-cluster.sample.yaml").await;
-    let event = common::wait_for("a Warning Event naming the denied request", WAIT, Duration::from_millis(200), || async {
-        common::namespace_events(&env.client, NS).await.into_iter().find(|e| {
-            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name.as_str())
-                && e.type_.as_deref() == Some("Warning")
-                && e.note.as_deref().is_some_and(|n| n.contains("forbidden"))
-        })
-    })
+    let event = common::wait_for(
+        "a Warning Event naming the denied request",
+        WAIT,
+        Duration::from_millis(200),
+        || async {
+            common::namespace_events(&env.client, NS).await.into_iter().find(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name.as_str())
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.note.as_deref().is_some_and(|n| n.contains("forbidden"))
+            })
+        },
+    )
     .await;
     let note = event.note.unwrap_or_default();
     assert!(

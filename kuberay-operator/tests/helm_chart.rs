@@ -766,3 +766,120 @@ fn manifests_equal_the_charts_default_render() {
         assert!(mine == theirs, "{} differs from helm's render", key(mine));
     }
 }
+
+/// `helm` against `kubeconfig` with `args`; its output, or a panic with helm's message.
+fn helm_on(kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run(&helm(), &all)
+}
+
+fn helm_ok_on(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = helm_on(kubeconfig, args);
+    assert!(
+        out.status.success(),
+        "helm {args:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// helm installs, upgrades and uninstalls the chart on kube-sim as on a cluster: the API server accepts every
+/// object (OpenAPI validation, RBAC's escalation check on the ClusterRole it creates), bad values are refused by
+/// `helm install`, an upgrade changes the operator's arguments, and uninstalling leaves only the CRDs. The
+/// operator pods stay hollow here (no process runtime).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_installs_upgrades_and_uninstalls_the_chart_on_kube_sim() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::Api;
+
+    let sim = kube_sim::SimServer::start(kube_sim::SimConfig::default())
+        .await
+        .unwrap();
+    let dir = scratch_dir("install");
+    let kubeconfig = dir.join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).unwrap();
+    let chart = chart_dir();
+    let chart = chart.to_str().unwrap();
+    let install = [
+        "install",
+        RELEASE,
+        chart,
+        "--namespace",
+        NAMESPACE,
+        "--create-namespace",
+    ];
+
+    let mut bad = install.to_vec();
+    bad.extend(["--set", "replica=2"]);
+    let refused = helm_on(&kubeconfig, &bad);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("additional properties 'replica' not allowed"),
+        "{stderr}"
+    );
+
+    helm_ok_on(&kubeconfig, &install);
+    let client = sim.client();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    let args = |d: &Deployment| {
+        d.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0]
+            .args
+            .clone()
+    };
+    let installed = deployments.get(RELEASE).await.unwrap();
+    assert!(
+        args(&installed)
+            .unwrap()
+            .contains(&"--reconcile-concurrency=1".to_owned())
+    );
+    let role = Api::<ClusterRole>::all(client.clone()).get(RELEASE).await.unwrap();
+    assert_eq!(serde_json::to_value(role.rules).unwrap(), operator_rbac(&[]).0);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let ray_crds = || async {
+        crds.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| c.spec.group == "ray.io")
+            .count()
+    };
+    assert_eq!(ray_crds().await, 4);
+
+    helm_ok_on(
+        &kubeconfig,
+        &[
+            "upgrade",
+            RELEASE,
+            chart,
+            "--namespace",
+            NAMESPACE,
+            "--set",
+            "reconcileConcurrency=3",
+        ],
+    );
+    let upgraded = deployments.get(RELEASE).await.unwrap();
+    assert!(
+        args(&upgraded)
+            .unwrap()
+            .contains(&"--reconcile-concurrency=3".to_owned())
+    );
+    assert!(
+        upgraded.metadata.generation > installed.metadata.generation,
+        "a new pod template rolls the pods"
+    );
+
+    helm_ok_on(&kubeconfig, &["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait"]);
+    assert!(deployments.get_opt(RELEASE).await.unwrap().is_none());
+    assert!(
+        Api::<ClusterRole>::all(client.clone())
+            .get_opt(RELEASE)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(ray_crds().await, 4, "helm leaves the CRDs");
+}
