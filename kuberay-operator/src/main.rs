@@ -1,12 +1,15 @@
-//! `kuberay-operator`: runs the Ray controllers; `crd` prints the CRDs; `render` shows what would be created.
+//! `kuberay-operator`: runs the Ray controllers; `crd` prints the CRDs; `render` shows what would be created;
+//! `rbac` prints the permissions it uses; `manifests` prints the plain install manifests.
 
 mod config_file;
 mod crd;
 mod discovery;
 mod flags;
+mod manifests;
 mod ratelimit;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is
 // not worth boxing.
+mod rbac;
 #[allow(clippy::result_large_err)]
 mod render;
 mod run;
@@ -31,14 +34,21 @@ enum Command {
     Crd,
     /// Print the objects the operator would create for the given resources.
     Render(render::RenderArgs),
+    /// Print the RBAC the operator needs for the given flags (or the Helm chart's rules template).
+    Rbac(rbac::RbacArgs),
+    /// Print the plain install manifests (the CRDs and the Helm chart's default render) for `kubectl apply`.
+    Manifests(manifests::ManifestsArgs),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
     // KubeRay's flags are Go-style (`-name value`); only the subcommands go through clap.
     let args: Vec<String> = std::env::args().collect();
-    let subcommand = args
-        .get(1)
-        .is_some_and(|a| matches!(a.as_str(), "crd" | "render" | "help" | "--version" | "-V"));
+    let subcommand = args.get(1).is_some_and(|a| {
+        matches!(
+            a.as_str(),
+            "crd" | "render" | "rbac" | "manifests" | "help" | "--version" | "-V"
+        )
+    });
     if !subcommand {
         return run::main(args.into_iter().skip(1).collect());
     }
@@ -46,6 +56,8 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Crd) => crd::run().map(|()| ExitCode::SUCCESS),
         Some(Command::Render(args)) => render::run(args),
+        Some(Command::Rbac(args)) => rbac::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Manifests(args)) => manifests::run(&args).map(|()| ExitCode::SUCCESS),
         None => run::main(Vec::new()),
     }
 }

@@ -107,6 +107,11 @@ where
     }
 }
 
+/// Libraries whose info logs are noise for an operator's user. A directive matches every target that starts
+/// with its name, so each is named in full: `kube=warn` would also silence `kuberay_operator`.
+const QUIET_LIBRARIES: &str =
+    "kube_client=warn,kube_runtime=warn,kube_lease_manager=warn,hyper=warn,hyper_util=warn,tower=warn";
+
 /// stdout logs (`--log-stdout-encoder`) and, with `--log-file-path`, the same events appended to
 /// that file (`--log-file-encoder`; no rotation).
 fn init_logging(flags: &Flags) -> anyhow::Result<()> {
@@ -117,8 +122,8 @@ fn init_logging(flags: &Flags) -> anyhow::Result<()> {
         n if n.parse::<i64>().is_ok_and(|n| n > 0) => "debug".to_owned(),
         _ => "info".to_owned(),
     };
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},kube=warn,hyper=warn,tower=warn")));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(format!("{level},{QUIET_LIBRARIES}")));
     let mut layers: Vec<LogLayer> = vec![log_layer(&flags.log_stdout_encoder, std::io::stdout, false)];
     if !flags.log_file_path.is_empty() {
         let file = std::fs::OpenOptions::new()
@@ -569,5 +574,20 @@ where
                 tracing::debug!(error = %e, "http connection ended with an error");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quieted_libraries_do_not_silence_the_operators_own_logs() {
+        for directive in QUIET_LIBRARIES.split(',') {
+            let (target, _) = directive.split_once('=').unwrap();
+            for ours in ["kuberay_operator", "ray_reconcile", "ray_podgen"] {
+                assert!(!ours.starts_with(target), "{directive} also matches {ours}");
+            }
+        }
     }
 }

@@ -48,6 +48,11 @@ impl Default for FeatureGates {
     }
 }
 
+/// Name of the `RayClusterMTLS` gate.
+pub const RAY_CLUSTER_MTLS_GATE: &str = "RayClusterMTLS";
+/// Name of the `RayServiceIncrementalUpgrade` gate.
+pub const RAY_SERVICE_INCREMENTAL_UPGRADE_GATE: &str = "RayServiceIncrementalUpgrade";
+
 /// A `--feature-gates` value that cannot be applied.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FeatureGateError {
@@ -84,12 +89,12 @@ impl FeatureGates {
                 "RayClusterStatusConditions" => &mut gates.ray_cluster_status_conditions,
                 "RayJobDeletionPolicy" => &mut gates.ray_job_deletion_policy,
                 "RayMultiHostIndexing" => &mut gates.ray_multi_host_indexing,
-                "RayServiceIncrementalUpgrade" => &mut gates.ray_service_incremental_upgrade,
+                RAY_SERVICE_INCREMENTAL_UPGRADE_GATE => &mut gates.ray_service_incremental_upgrade,
                 "RayCronJob" => &mut gates.ray_cron_job,
                 "SidecarSubmitterRestart" => &mut gates.sidecar_submitter_restart,
                 "RayClusterNetworkPolicy" => &mut gates.ray_cluster_network_policy,
                 "GCSFaultToleranceEmbeddedStorage" => &mut gates.gcs_fault_tolerance_embedded_storage,
-                "RayClusterMTLS" => &mut gates.ray_cluster_mtls,
+                RAY_CLUSTER_MTLS_GATE => &mut gates.ray_cluster_mtls,
                 "RayClusterHistoryServer" => &mut gates.ray_cluster_history_server,
                 "KubernetesWAS" => &mut gates.kubernetes_was,
                 other => return Err(FeatureGateError::Unknown(other.to_owned())),

@@ -41,6 +41,7 @@ pub mod raycluster;
 pub mod raycronjob;
 pub mod rayjob;
 pub mod rayservice;
+pub mod rbac;
 pub mod runtime_util;
 pub mod status_writer;
 
