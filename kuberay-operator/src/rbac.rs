@@ -71,6 +71,8 @@ fn features(args: &RbacArgs) -> anyhow::Result<RbacFeatures> {
         batch_scheduler,
         ray_cluster_mtls: gates.ray_cluster_mtls,
         ray_service_incremental_upgrade: gates.ray_service_incremental_upgrade,
+        ray_cron_job: gates.ray_cron_job,
+        ray_cluster_network_policy: gates.ray_cluster_network_policy,
     })
 }
 

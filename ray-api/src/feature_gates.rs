@@ -52,6 +52,10 @@ impl Default for FeatureGates {
 pub const RAY_CLUSTER_MTLS_GATE: &str = "RayClusterMTLS";
 /// Name of the `RayServiceIncrementalUpgrade` gate.
 pub const RAY_SERVICE_INCREMENTAL_UPGRADE_GATE: &str = "RayServiceIncrementalUpgrade";
+/// Name of the `RayCronJob` gate.
+pub const RAY_CRON_JOB_GATE: &str = "RayCronJob";
+/// Name of the `RayClusterNetworkPolicy` gate.
+pub const RAY_CLUSTER_NETWORK_POLICY_GATE: &str = "RayClusterNetworkPolicy";
 
 /// A `--feature-gates` value that cannot be applied.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -90,9 +94,9 @@ impl FeatureGates {
                 "RayJobDeletionPolicy" => &mut gates.ray_job_deletion_policy,
                 "RayMultiHostIndexing" => &mut gates.ray_multi_host_indexing,
                 RAY_SERVICE_INCREMENTAL_UPGRADE_GATE => &mut gates.ray_service_incremental_upgrade,
-                "RayCronJob" => &mut gates.ray_cron_job,
+                RAY_CRON_JOB_GATE => &mut gates.ray_cron_job,
                 "SidecarSubmitterRestart" => &mut gates.sidecar_submitter_restart,
-                "RayClusterNetworkPolicy" => &mut gates.ray_cluster_network_policy,
+                RAY_CLUSTER_NETWORK_POLICY_GATE => &mut gates.ray_cluster_network_policy,
                 "GCSFaultToleranceEmbeddedStorage" => &mut gates.gcs_fault_tolerance_embedded_storage,
                 RAY_CLUSTER_MTLS_GATE => &mut gates.ray_cluster_mtls,
                 "RayClusterHistoryServer" => &mut gates.ray_cluster_history_server,

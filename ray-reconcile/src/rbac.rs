@@ -7,7 +7,10 @@
 //! missing permission shows up in tests rather than as a `Forbidden` in a user's cluster.
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use ray_api::feature_gates::{FeatureGates, RAY_CLUSTER_MTLS_GATE, RAY_SERVICE_INCREMENTAL_UPGRADE_GATE};
+use ray_api::feature_gates::{
+    FeatureGates, RAY_CLUSTER_MTLS_GATE, RAY_CLUSTER_NETWORK_POLICY_GATE, RAY_CRON_JOB_GATE,
+    RAY_SERVICE_INCREMENTAL_UPGRADE_GATE,
+};
 use ray_gang::scheduler::BatchScheduler;
 
 /// What makes the operator need a rule.
@@ -23,6 +26,10 @@ pub enum RuleCondition {
     RayClusterMtlsGate,
     /// The `RayServiceIncrementalUpgrade` feature gate (Gateway API objects of RayServices).
     RayServiceIncrementalUpgradeGate,
+    /// The `RayCronJob` feature gate (the RayCronJob controller).
+    RayCronJobGate,
+    /// The `RayClusterNetworkPolicy` feature gate (the NetworkPolicy controller).
+    RayClusterNetworkPolicyGate,
 }
 
 /// One permission the operator uses, and when.
@@ -184,6 +191,27 @@ pub const OPERATOR_RULES: &[OperatorRule] = &[
         &["create", "delete", "get", "update"],
         RuleCondition::RayServiceIncrementalUpgradeGate,
     ),
+    // RayCronJobs are watched, their status replaced, and the RayJobs they create carry controller owner
+    // references with blockOwnerDeletion (the RayJobs themselves are covered by the rule above).
+    rule(
+        "ray.io",
+        &["raycronjobs"],
+        &["list", "watch"],
+        RuleCondition::RayCronJobGate,
+    ),
+    rule(
+        "ray.io",
+        &["raycronjobs/finalizers", "raycronjobs/status"],
+        &["update"],
+        RuleCondition::RayCronJobGate,
+    ),
+    // Each RayCluster's NetworkPolicies: watched, created, updated on drift, stale ones deleted.
+    rule(
+        "networking.k8s.io",
+        &["networkpolicies"],
+        &["create", "delete", "get", "list", "update", "watch"],
+        RuleCondition::RayClusterNetworkPolicyGate,
+    ),
 ];
 
 /// Permissions of leader election, in the namespace of the `ray-operator-leader` Lease only
@@ -206,6 +234,10 @@ pub struct RbacFeatures {
     pub ray_cluster_mtls: bool,
     /// The `RayServiceIncrementalUpgrade` gate.
     pub ray_service_incremental_upgrade: bool,
+    /// The `RayCronJob` gate.
+    pub ray_cron_job: bool,
+    /// The `RayClusterNetworkPolicy` gate.
+    pub ray_cluster_network_policy: bool,
 }
 
 impl RuleCondition {
@@ -218,6 +250,10 @@ impl RuleCondition {
                 RAY_SERVICE_INCREMENTAL_UPGRADE_GATE,
                 defaults.ray_service_incremental_upgrade,
             )),
+            Self::RayCronJobGate => Some((RAY_CRON_JOB_GATE, defaults.ray_cron_job)),
+            Self::RayClusterNetworkPolicyGate => {
+                Some((RAY_CLUSTER_NETWORK_POLICY_GATE, defaults.ray_cluster_network_policy))
+            }
             Self::Always | Self::UseKubernetesProxy | Self::BatchScheduler(_) => None,
         }
     }
@@ -230,6 +266,8 @@ impl RuleCondition {
             Self::BatchScheduler(scheduler) => features.batch_scheduler == scheduler,
             Self::RayClusterMtlsGate => features.ray_cluster_mtls,
             Self::RayServiceIncrementalUpgradeGate => features.ray_service_incremental_upgrade,
+            Self::RayCronJobGate => features.ray_cron_job,
+            Self::RayClusterNetworkPolicyGate => features.ray_cluster_network_policy,
         }
     }
 }

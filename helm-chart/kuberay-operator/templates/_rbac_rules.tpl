@@ -190,6 +190,37 @@ makes (ray-reconcile/src/rbac.rs); do not edit: kuberay-operator/tests/helm_char
   - get
   - update
 {{- end }}
+{{- if include "kuberay-operator.featureGateEnabled" (list . "RayCronJob" false) }}
+- apiGroups:
+  - "ray.io"
+  resources:
+  - raycronjobs
+  verbs:
+  - list
+  - watch
+{{- end }}
+{{- if include "kuberay-operator.featureGateEnabled" (list . "RayCronJob" false) }}
+- apiGroups:
+  - "ray.io"
+  resources:
+  - raycronjobs/finalizers
+  - raycronjobs/status
+  verbs:
+  - update
+{{- end }}
+{{- if include "kuberay-operator.featureGateEnabled" (list . "RayClusterNetworkPolicy" false) }}
+- apiGroups:
+  - "networking.k8s.io"
+  resources:
+  - networkpolicies
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - update
+  - watch
+{{- end }}
 {{- end }}
 {{- define "kuberay-operator.leaderElectionRules" }}
 - apiGroups:

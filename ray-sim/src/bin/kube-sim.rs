@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use kube_sim::runtime::{ImageMapping, RuntimeConfig, UnmappedImages};
 use kube_sim::network::{Ipv4Cidr, PodNetworkConfig, PodNetworkMode};
+use kube_sim::runtime::{ImageMapping, RuntimeConfig, UnmappedImages};
 use kube_sim::{AgentConfig, FaultConfig, SimConfig, SimServer};
 use ray_sim::{HollowRay, HollowRayOptions};
 
