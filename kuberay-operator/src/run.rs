@@ -199,6 +199,10 @@ async fn build_client(flags: &Flags) -> anyhow::Result<kube::Client> {
     })
 }
 
+/// How long the controllers may drain their in-flight passes after the stop signal (controller-runtime's
+/// default graceful shutdown timeout, which KubeRay keeps).
+const GRACEFUL_SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -501,21 +505,36 @@ async fn run_controllers(
         let (client, stop) = (client.clone(), waiter(rx.clone()));
         tokio::spawn(networkpolicy_controller::run(client, np_config, stop))
     });
-    tokio::join!(
-        controller::run(client.clone(), config, waiter(rx.clone())),
-        rayjob_controller::run(client.clone(), job_config, waiter(rx.clone())),
-        rayservice_controller::run(client, service_config, waiter(rx)),
-    );
-    if let Some(mtls) = mtls
-        && let Err(e) = mtls.await
-    {
-        warn!(error = %e, "mTLS controller task failed");
-    }
-    for (name, task) in [("RayCronJob", cron), ("NetworkPolicy", network_policy)] {
-        if let Some(task) = task
-            && let Err(e) = task.await
+    let mut stopping = rx.clone();
+    let controllers = async move {
+        tokio::join!(
+            controller::run(client.clone(), config, waiter(rx.clone())),
+            rayjob_controller::run(client.clone(), job_config, waiter(rx.clone())),
+            rayservice_controller::run(client, service_config, waiter(rx)),
+        );
+        if let Some(mtls) = mtls
+            && let Err(e) = mtls.await
         {
-            warn!(error = %e, "{name} controller task failed");
+            warn!(error = %e, "mTLS controller task failed");
+        }
+        for (name, task) in [("RayCronJob", cron), ("NetworkPolicy", network_policy)] {
+            if let Some(task) = task
+                && let Err(e) = task.await
+            {
+                warn!(error = %e, "{name} controller task failed");
+            }
+        }
+    };
+    // A controller drains its in-flight passes after the stop signal; one stuck on an unreachable API server
+    // or dashboard must not keep the process alive until the kubelet's SIGKILL, so the drain is bounded.
+    let drain_deadline = async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+        tokio::time::sleep(GRACEFUL_SHUTDOWN_TIMEOUT).await;
+    };
+    tokio::select! {
+        () = controllers => {}
+        () = drain_deadline => {
+            warn!(timeout = ?GRACEFUL_SHUTDOWN_TIMEOUT, "controllers did not stop within the graceful shutdown timeout; exiting anyway");
         }
     }
     relay.abort();

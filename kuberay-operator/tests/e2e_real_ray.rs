@@ -1,0 +1,166 @@
+//! End to end with real Ray: KubeRay's `ray-cluster.sample.yaml`, applied unchanged with the real `kubectl`,
+//! becomes a real two-node Ray cluster. kube-sim runs the `rayproject/ray` pods the operator generates as real
+//! processes from the pinned Ray virtualenv (`scripts/install-ray.sh`, installed on first use), each pod in its
+//! own network namespace on kube-sim's bridge with cluster DNS, so the worker's `wait-gcs-ready` init
+//! container and `ray start --address=<head service>` resolve the head Service as in a cluster. The operator
+//! runs on the host and reaches the dashboard through the API server's service proxy. Deleting the RayCluster
+//! leaves no Ray process behind.
+//!
+//! Needs root (network and mount namespaces) and PyPI on first use; without either it fails, it never skips.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kube::Api;
+use kube_sim::network::{PodNetworkConfig, PodNetworkMode};
+use kube_sim::runtime::{ImageMapping, RuntimeConfig};
+use kube_sim::{AgentConfig, SimConfig};
+use ray_api::RayCluster;
+
+mod common;
+use common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_for};
+
+const NS: &str = "default";
+const CLUSTER: &str = "raycluster-kuberay";
+const DASHBOARD_NODES: &str =
+    "/api/v1/namespaces/default/services/raycluster-kuberay-head-svc:dashboard/proxy/api/v0/nodes";
+
+/// The pinned Ray virtualenv, installed by our script on first use.
+fn ray_venv() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-ray.sh");
+    let out = Command::new("bash").arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} failed, so real Ray is not available (PyPI must be reachable on first use):\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim(),
+    )
+}
+
+/// Processes whose command line runs something from `venv` (Ray's head, raylet, dashboard, workers).
+fn processes_from(venv: &Path) -> Vec<String> {
+    let needle = venv.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(&needle))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
+    let venv = ray_venv();
+    let config = SimConfig {
+        pod_network: PodNetworkConfig {
+            mode: PodNetworkMode::Bridge,
+            ..PodNetworkConfig::default()
+        },
+        agents: AgentConfig {
+            process_runtime: Some(RuntimeConfig::new(vec![
+                ImageMapping::parse(&format!("rayproject/ray={}", venv.display()), false).unwrap(),
+            ])),
+            ..AgentConfig::default()
+        },
+        ..SimConfig::default()
+    };
+    let env = SimEnv::start("real-ray", config).await;
+    let _operator = Operator::start(
+        &env.dir,
+        &env.kubeconfig,
+        NS,
+        free_port(),
+        free_port(),
+        &["--use-kubernetes-proxy"],
+    );
+
+    let created = Instant::now();
+    let sample = sample_path("ray-cluster.sample.yaml");
+    let (ok, _, stderr) = kubectl(&env.dir, &env.kubeconfig, &["create", "-f", sample.to_str().unwrap()]);
+    assert!(ok, "kubectl create: {stderr}");
+
+    let clusters: Api<RayCluster> = Api::namespaced(env.client.clone(), NS);
+    wait_for(
+        "the sample RayCluster to be ready",
+        Duration::from_secs(240),
+        Duration::from_secs(1),
+        || {
+            let clusters = clusters.clone();
+            async move {
+                let c = clusters.get(CLUSTER).await.ok()?;
+                let state = c.status.as_ref()?.state.clone()?;
+                (serde_json::to_value(&state).ok()? == "ready").then_some(())
+            }
+        },
+    )
+    .await;
+    let ready_after = created.elapsed();
+
+    let client = env.client.clone();
+    let alive = wait_for(
+        "the dashboard to list 2 alive nodes",
+        Duration::from_secs(120),
+        Duration::from_secs(2),
+        || {
+            let client = client.clone();
+            async move {
+                let request = http::Request::get(DASHBOARD_NODES).body(Vec::new()).unwrap();
+                let body = client.request_text(request).await.ok()?;
+                let doc: serde_json::Value = serde_json::from_str(&body).ok()?;
+                let nodes = doc["data"]["result"]["result"].as_array()?.clone();
+                let alive = nodes.iter().filter(|n| n["state"] == "ALIVE").count();
+                (alive == 2).then_some(nodes)
+            }
+        },
+    )
+    .await;
+    let two_nodes_after = created.elapsed();
+    assert_eq!(
+        alive.iter().filter(|n| n["is_head_node"] == true).count(),
+        1,
+        "{alive:?}"
+    );
+    eprintln!("ready after {ready_after:?}, 2 alive nodes after {two_nodes_after:?}");
+
+    let (ok, _, stderr) = kubectl(
+        &env.dir,
+        &env.kubeconfig,
+        &["delete", "raycluster", CLUSTER, "--wait=false"],
+    );
+    assert!(ok, "kubectl delete: {stderr}");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), NS);
+    wait_for(
+        "every Ray pod to be gone",
+        Duration::from_secs(120),
+        Duration::from_secs(1),
+        || {
+            let pods = pods.clone();
+            async move {
+                pods.list(&Default::default())
+                    .await
+                    .ok()?
+                    .items
+                    .is_empty()
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    let left = processes_from(&venv);
+    assert!(
+        left.is_empty(),
+        "Ray processes left after the pods were deleted: {left:#?}"
+    );
+}
