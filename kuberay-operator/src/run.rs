@@ -87,6 +87,10 @@ pub fn main(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .min(MAX_RUNTIME_WORKERS);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        // Unoptimised builds put the reconcile futures' large frames on the worker stacks: a RayCronJob's
+        // RayJob reconciled on tokio's 2 MiB default overflowed in the debug end-to-end test. Stacks are
+        // reserved, not committed: only the pages a thread touches count in the resident memory.
+        .thread_stack_size(WORKER_STACK_BYTES)
         .enable_all()
         .build()?;
     runtime.block_on(run(flags, file_config))?;
@@ -220,6 +224,9 @@ async fn shutdown_signal() {
         () = term => info!("SIGTERM received, shutting down"),
     }
 }
+
+/// Stack size of the tokio worker threads (see where the runtime is built).
+const WORKER_STACK_BYTES: usize = 16 << 20;
 
 /// Most tokio worker threads the operator runs.
 const MAX_RUNTIME_WORKERS: usize = 4;

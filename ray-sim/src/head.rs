@@ -766,6 +766,14 @@ impl HollowRayHead {
         let trimmed = path.trim_end_matches('/');
         let segments: Vec<&str> = trimmed.split('/').filter(|s| !s.is_empty()).collect();
         let result: Result<ProxyResponse, RayHeadError> = match (method.clone(), segments.as_slice()) {
+            // The dashboard's web UI: clients such as `kubectl ray job submit` wait for `/` to answer 200.
+            (Method::GET, []) => Ok(ProxyResponse {
+                status: StatusCode::OK,
+                content_type: "text/html".into(),
+                body: Bytes::from_static(
+                    b"<!doctype html><html><head><title>Ray Dashboard</title></head><body></body></html>",
+                ),
+            }),
             (Method::GET, ["api", "gcs_healthz"]) => Ok(text(StatusCode::OK, "success")),
             (_, ["api", "hollow", rest @ ..]) => Ok(self.handle_hollow(method, rest, body)),
             (Method::GET, ["api", "version"]) => Ok(ProxyResponse::json(&json!({
