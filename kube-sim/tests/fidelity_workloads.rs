@@ -275,8 +275,11 @@ async fn deployment_rolling_update_keeps_min_available_pods() {
             min_ready = min_ready.min(ready.values().filter(|r| **r).count());
         }
     }
-    // maxUnavailable 25% of 4 rounds down to 1: at least 3 pods stay Ready throughout.
-    assert_eq!(min_ready, 3, "one pod may be unavailable at a time, not more");
+    // maxUnavailable 25% of 4 rounds down to 1: at least 3 pods stay Ready throughout. Whether the rollout
+    // ever dips to exactly 3 depends on timing (the surge pods may all be Ready before an old pod goes), so
+    // only the bound is asserted; `min_ready` was sampled at every pod event of the rollout.
+    assert_ne!(min_ready, usize::MAX, "the rollout produced no pod events");
+    assert!(min_ready >= 3, "one pod may be unavailable at a time, not more: {min_ready} Ready at one point");
 }
 
 #[tokio::test]

@@ -16,7 +16,9 @@ use ray_sim::{HollowRay, HollowRayOptions};
 
 /// The operator binary of this workspace, built (once per test process) with the same profile as the tests.
 /// `cargo test -p kubectl-ray` does not build other packages' binaries, so the harness asks cargo for it;
-/// when the build fails the test fails with cargo's output.
+/// when the build fails the test fails with cargo's output. The build selects the whole workspace so that
+/// features resolve as in `cargo test --workspace`, which has already built this binary: CI's run finds it
+/// fresh, where `-p kuberay-operator` alone resolved features differently and rebuilt much of the graph.
 pub fn operator_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
@@ -29,8 +31,7 @@ pub fn operator_binary() -> &'static Path {
             .args([
                 "build",
                 "--quiet",
-                "-p",
-                "kuberay-operator",
+                "--workspace",
                 "--bin",
                 "kuberay-operator",
             ])
