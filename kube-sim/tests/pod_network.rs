@@ -685,3 +685,53 @@ async fn startup_sweeps_what_a_killed_instance_left() {
     assert!(still.is_empty(), "left over: {still:?}");
     drop(sim);
 }
+
+/// A process pod on the bridge cannot reach the host's loopback, so its `KUBERNETES_SERVICE_HOST` / `_PORT`
+/// name the `kubernetes` Service, as in a cluster; an in-cluster client there verifies the serving certificate
+/// with the pod's `ca.crt` and authenticates with its projected token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_pods_on_the_bridge_reach_the_api_through_the_kubernetes_service() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, LogParams, PostParams};
+    use kube_sim::runtime::{ImageMapping, RuntimeConfig};
+
+    let mut runtime = RuntimeConfig::new(vec![ImageMapping::parse("busybox=/usr", false).unwrap()]);
+    runtime.state_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pod-network-runtime-state");
+    let sim = SimServer::start(SimConfig {
+        pod_network: PodNetworkConfig {
+            mode: PodNetworkMode::Bridge,
+            ..PodNetworkConfig::default()
+        },
+        agents: AgentConfig {
+            process_runtime: Some(runtime),
+            ..AgentConfig::default()
+        },
+        ..SimConfig::default()
+    })
+    .await
+    .expect("kube-sim with process pods on a bridge pod network (needs root)");
+    let k8s_ip = sim.pod_network().kubernetes_service_ip().unwrap();
+    let sa = "/var/run/secrets/kubernetes.io/serviceaccount";
+    let script = format!(
+        "echo api=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT; \
+         curl -sS --max-time 10 --cacert {sa}/ca.crt -H \"Authorization: Bearer $(cat {sa}/token)\" \
+         https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/default/secrets"
+    );
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-cluster"},
+        "spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["/bin/sh", "-c", script]}]}}))
+    .unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(sim.client());
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    support::wait_for(&pods, "in-cluster", "Succeeded", |v| {
+        v["status"]["phase"] == "Succeeded"
+    })
+    .await;
+    let out = pods.logs("in-cluster", &LogParams::default()).await.unwrap();
+    assert!(out.contains(&format!("api={k8s_ip}:443")), "{out}");
+    assert!(
+        out.contains("system:serviceaccount:default:default") && out.contains("Forbidden"),
+        "the API server answered the pod's token (authenticated, then refused by RBAC): {out}"
+    );
+}

@@ -99,8 +99,12 @@ pub struct RuntimeContext {
     pub store: Store,
     /// Token issuer and CA.
     pub auth: Arc<crate::auth::Auth>,
-    /// Where pods reach the API server (`KUBERNETES_SERVICE_HOST` / `_PORT`).
+    /// The API server's own address (the pods' `hostIP`).
     pub api: SocketAddr,
+    /// Where pods reach the API server (`KUBERNETES_SERVICE_HOST` / `_PORT`): the `kubernetes` Service on a
+    /// bridge pod network, whose pods cannot reach the host's loopback; the API server's own address
+    /// otherwise.
+    pub api_for_pods: SocketAddr,
     /// Container log buffers.
     pub pod_logs: PodLogs,
 }
@@ -109,6 +113,7 @@ impl std::fmt::Debug for RuntimeContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeContext")
             .field("api", &self.api)
+            .field("api_for_pods", &self.api_for_pods)
             .finish_non_exhaustive()
     }
 }
@@ -213,7 +218,10 @@ impl Shared {
     /// Pod IP, host IP and the variables every container gets: the API server's `KUBERNETES_SERVICE_*` and,
     /// unless `enableServiceLinks: false`, those of the namespace's Services with a cluster IP.
     fn node_facts(&self, pod: &Value, net: &PodNet) -> compose::NodeFacts {
-        let (host, port) = (self.ctx.api.ip().to_string(), self.ctx.api.port().to_string());
+        let (host, port) = (
+            self.ctx.api_for_pods.ip().to_string(),
+            self.ctx.api_for_pods.port().to_string(),
+        );
         let mut env = Vec::new();
         if pod["spec"]["enableServiceLinks"] != false {
             let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
