@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Arg, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// KubeRay's default Ray version for generated clusters.
 pub const DEFAULT_RAY_VERSION: &str = "2.52.0";
@@ -14,6 +15,16 @@ pub const DEFAULT_RAY_VERSION: &str = "2.52.0";
 pub const RAY_IMAGE_REPOSITORY: &str = "rayproject/ray";
 /// KubeRay's default Ray image for generated clusters.
 pub const DEFAULT_RAY_IMAGE: &str = "rayproject/ray:2.52.0";
+/// The generated head's CPUs when neither a flag nor the config file says otherwise.
+pub const DEFAULT_HEAD_CPU: &str = "2";
+/// The generated head's memory when neither a flag nor the config file says otherwise.
+pub const DEFAULT_HEAD_MEMORY: &str = "4Gi";
+/// Each generated worker's CPUs.
+pub const DEFAULT_WORKER_CPU: &str = "2";
+/// Each generated worker's memory.
+pub const DEFAULT_WORKER_MEMORY: &str = "4Gi";
+/// The generated worker group's replicas.
+pub const DEFAULT_WORKER_REPLICAS: i32 = 1;
 
 /// `kubectl ray`: the whole command line.
 #[derive(Debug, Parser)]
@@ -30,6 +41,44 @@ pub struct Cli {
     /// The command; none prints help.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Parses the process arguments; for `create cluster` also records which flags were given (pflag's
+    /// "changed" flags), which `--file` must not be combined with.
+    pub fn parse_args() -> Result<Cli, clap::Error> {
+        let command = Cli::command();
+        let matches = command.clone().try_get_matches()?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let Some(Command::Create(create)) = &mut cli.command
+            && let Some(CreateCommand::Cluster(args)) = &mut create.command
+            && let Some(cluster) = command
+                .find_subcommand("create")
+                .and_then(|c| c.find_subcommand("cluster"))
+            && let Some(given) = matches
+                .subcommand_matches("create")
+                .and_then(|m| m.subcommand_matches("cluster"))
+        {
+            args.flags_given = flags_given(given, command.get_arguments().chain(cluster.get_arguments()));
+        }
+        Ok(cli)
+    }
+}
+
+/// The sorted long names of the flags among `arguments` that `matches` took from the command line.
+fn flags_given<'a>(matches: &ArgMatches, arguments: impl Iterator<Item = &'a Arg>) -> Vec<String> {
+    let long_names: BTreeMap<&str, &str> = arguments
+        .filter_map(|arg| arg.get_long().map(|long| (arg.get_id().as_str(), long)))
+        .collect();
+    let mut given: Vec<String> = matches
+        .ids()
+        .filter_map(|id| long_names.get(id.as_str()).map(|long| (id, *long)))
+        .filter(|(id, _)| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|(_, long)| long.to_string())
+        .collect();
+    given.sort();
+    given.dedup();
+    given
 }
 
 /// The kubectl flags that choose the kubeconfig, context, cluster, user and namespace.
@@ -182,10 +231,10 @@ pub struct ClusterShapeFlags {
     #[arg(long, default_value = DEFAULT_RAY_IMAGE)]
     pub image: String,
     /// Number of CPUs in the Ray head.
-    #[arg(long, default_value = "2", allow_hyphen_values = true)]
+    #[arg(long, default_value = DEFAULT_HEAD_CPU, allow_hyphen_values = true)]
     pub head_cpu: String,
     /// Amount of memory in the Ray head.
-    #[arg(long, default_value = "4Gi", allow_hyphen_values = true)]
+    #[arg(long, default_value = DEFAULT_HEAD_MEMORY, allow_hyphen_values = true)]
     pub head_memory: String,
     /// Number of GPUs in the Ray head.
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
@@ -194,13 +243,13 @@ pub struct ClusterShapeFlags {
     #[arg(long, value_parser = parse_key_values)]
     pub head_node_selectors: Vec<BTreeMap<String, String>>,
     /// Desired number of worker replicas.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = DEFAULT_WORKER_REPLICAS)]
     pub worker_replicas: i32,
     /// Number of CPUs in each Ray worker.
-    #[arg(long, default_value = "2", allow_hyphen_values = true)]
+    #[arg(long, default_value = DEFAULT_WORKER_CPU, allow_hyphen_values = true)]
     pub worker_cpu: String,
     /// Amount of memory in each Ray worker.
-    #[arg(long, default_value = "4Gi", allow_hyphen_values = true)]
+    #[arg(long, default_value = DEFAULT_WORKER_MEMORY, allow_hyphen_values = true)]
     pub worker_memory: String,
     /// Number of GPUs in each Ray worker.
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
@@ -245,9 +294,11 @@ pub struct CreateClusterArgs {
     /// Enable the Ray autoscaler: `v1` or `v2`.
     #[arg(long)]
     pub autoscaler: Option<String>,
-    /// A YAML file describing the cluster (not supported yet).
+    /// A YAML file describing the cluster (see docs/kubectl-ray.md); combines only with `--context`, `-n`,
+    /// `--dry-run`, `--wait` and `--timeout`.
+    // A string rather than a path, so that `--file=""` means no file, as with pflag.
     #[arg(long)]
-    pub file: Option<PathBuf>,
+    pub file: Option<String>,
     /// Print the generated YAML instead of creating the cluster.
     #[arg(long)]
     pub dry_run: bool,
@@ -257,6 +308,10 @@ pub struct CreateClusterArgs {
     /// How long `--wait` waits (a Go duration).
     #[arg(long, default_value = "5m")]
     pub timeout: String,
+    /// The long names of the flags given on the command line (kubectl's connection flags included), sorted;
+    /// filled by [`Cli::parse_args`] for the `--file` check.
+    #[arg(skip)]
+    pub flags_given: Vec<String>,
 }
 
 /// `create workergroup NAME -c CLUSTER`.

@@ -15,6 +15,7 @@ use ray_api::{AutoscalerOptions, AutoscalerVersion, HeadGroupSpec, RayClusterSpe
 
 use crate::cli::{DEFAULT_RAY_IMAGE, DEFAULT_RAY_VERSION, RAY_IMAGE_REPOSITORY};
 use crate::error::{Result, failed};
+use crate::gcsfuse::GcsFuse;
 use crate::quantity_flags::check_quantity;
 use crate::resources::GPU_RESOURCE;
 
@@ -138,8 +139,8 @@ pub struct WorkerGroupShape {
     pub name: String,
     /// `replicas`.
     pub replicas: i32,
-    /// `numOfHosts`.
-    pub num_of_hosts: i32,
+    /// `numOfHosts` (left out when `None`).
+    pub num_of_hosts: Option<i32>,
     /// Each worker's resources.
     pub resources: NodeResources,
     /// `rayStartParams`.
@@ -165,6 +166,10 @@ pub struct ClusterShape {
     pub worker_groups: Vec<WorkerGroupShape>,
     /// The in-tree autoscaler version, when enabled.
     pub autoscaler: Option<AutoscalerVersion>,
+    /// The service account of every pod, when set.
+    pub service_account: Option<String>,
+    /// A Cloud Storage bucket mounted into every pod with the GCS FUSE CSI driver, when set.
+    pub gcsfuse: Option<GcsFuse>,
 }
 
 /// The image for `--image` and `--ray-version`: `rayproject/ray:<version>` when the image was left at its
@@ -192,7 +197,7 @@ pub fn check_tpu_group(group: &WorkerGroupShape) -> Result<()> {
     if !group.resources.uses_tpu() {
         return Ok(());
     }
-    if group.num_of_hosts == 0 {
+    if group.num_of_hosts == Some(0) {
         return Err(failed!("numOfHosts cannot be 0 when using TPU"));
     }
     for selector in [GKE_TPU_ACCELERATOR_SELECTOR, GKE_TPU_TOPOLOGY_SELECTOR] {
@@ -207,12 +212,17 @@ pub fn check_tpu_group(group: &WorkerGroupShape) -> Result<()> {
 }
 
 /// A pod template with one container.
-fn template(container: Container, node_selector: &BTreeMap<String, String>) -> PodTemplateSpec {
+fn template(
+    container: Container,
+    node_selector: &BTreeMap<String, String>,
+    service_account: Option<&String>,
+) -> PodTemplateSpec {
     PodTemplateSpec {
         metadata: None,
         spec: Some(PodSpec {
             containers: vec![container],
             node_selector: (!node_selector.is_empty()).then(|| node_selector.clone()),
+            service_account_name: service_account.cloned(),
             ..Default::default()
         }),
     }
@@ -227,8 +237,8 @@ fn port(name: &str, number: i32) -> ContainerPort {
     }
 }
 
-/// The worker group spec of `group` with the cluster's `image`.
-pub fn worker_group_spec(group: &WorkerGroupShape, image: &str) -> WorkerGroupSpec {
+/// The worker group spec of `group` with the cluster's `image` and service account.
+pub fn worker_group_spec(group: &WorkerGroupShape, image: &str, service_account: Option<&String>) -> WorkerGroupSpec {
     let container = Container {
         name: WORKER_CONTAINER_NAME.to_string(),
         image: Some(image.to_string()),
@@ -238,9 +248,9 @@ pub fn worker_group_spec(group: &WorkerGroupShape, image: &str) -> WorkerGroupSp
     WorkerGroupSpec {
         group_name: group.name.clone(),
         replicas: Some(group.replicas),
-        num_of_hosts: Some(group.num_of_hosts),
+        num_of_hosts: group.num_of_hosts,
         ray_start_params: Some(group.ray_start_params.clone()),
-        template: template(container, &group.node_selector),
+        template: template(container, &group.node_selector, service_account),
         ..Default::default()
     }
 }
@@ -259,7 +269,8 @@ impl ClusterShape {
             ]),
             ..Default::default()
         };
-        RayClusterSpec {
+        let service_account = self.service_account.as_ref().filter(|name| !name.is_empty());
+        let mut spec = RayClusterSpec {
             ray_version: Some(self.ray_version.clone()),
             enable_in_tree_autoscaling: self.autoscaler.map(|_| true),
             autoscaler_options: self.autoscaler.map(|version| AutoscalerOptions {
@@ -268,17 +279,24 @@ impl ClusterShape {
             }),
             head_group_spec: HeadGroupSpec {
                 ray_start_params: Some(self.head_ray_start_params.clone()),
-                template: template(head, &self.head_node_selector),
+                template: template(head, &self.head_node_selector, service_account),
                 ..Default::default()
             },
             worker_group_specs: Some(
                 self.worker_groups
                     .iter()
-                    .map(|g| worker_group_spec(g, &self.image))
+                    .map(|g| worker_group_spec(g, &self.image, service_account))
                     .collect(),
             ),
             ..Default::default()
+        };
+        if let Some(gcsfuse) = &self.gcsfuse {
+            gcsfuse.mount_into(&mut spec.head_group_spec.template);
+            for group in spec.worker_group_specs.iter_mut().flatten() {
+                gcsfuse.mount_into(&mut group.template);
+            }
         }
+        spec
     }
 }
 
@@ -320,12 +338,14 @@ mod tests {
             worker_groups: vec![WorkerGroupShape {
                 name: DEFAULT_GROUP_NAME.into(),
                 replicas: 3,
-                num_of_hosts: 1,
+                num_of_hosts: Some(1),
                 resources: resources("1", "2Gi", "1", "0"),
                 ray_start_params: BTreeMap::new(),
                 node_selector: BTreeMap::new(),
             }],
             autoscaler: Some(AutoscalerVersion::V2),
+            service_account: None,
+            gcsfuse: None,
         };
         let spec = serde_json::to_value(shape.spec()).unwrap();
         let head = &spec["headGroupSpec"]["template"]["spec"]["containers"][0];
@@ -358,7 +378,7 @@ mod tests {
         let mut group = WorkerGroupShape {
             name: "tpu".into(),
             replicas: 1,
-            num_of_hosts: 0,
+            num_of_hosts: Some(0),
             resources: resources("1", "1Gi", "0", "4"),
             ray_start_params: BTreeMap::new(),
             node_selector: BTreeMap::new(),
@@ -367,7 +387,7 @@ mod tests {
             check_tpu_group(&group).err().unwrap().to_string(),
             "numOfHosts cannot be 0 when using TPU"
         );
-        group.num_of_hosts = 1;
+        group.num_of_hosts = None;
         assert!(
             check_tpu_group(&group)
                 .err()

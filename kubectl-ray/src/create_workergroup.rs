@@ -54,7 +54,7 @@ pub fn group_spec(name: &str, args: &CreateWorkerGroupArgs) -> Result<WorkerGrou
     let shape = WorkerGroupShape {
         name: name.to_string(),
         replicas: args.worker_replicas,
-        num_of_hosts: args.num_of_hosts,
+        num_of_hosts: Some(args.num_of_hosts),
         resources,
         ray_start_params: merged(&args.worker_ray_start_params),
         node_selector: merged(&args.worker_node_selectors),
@@ -93,7 +93,7 @@ pub fn group_spec(name: &str, args: &CreateWorkerGroupArgs) -> Result<WorkerGrou
         replicas: Some(shape.replicas),
         min_replicas: Some(args.worker_min_replicas),
         max_replicas: Some(args.worker_max_replicas),
-        num_of_hosts: Some(shape.num_of_hosts),
+        num_of_hosts: shape.num_of_hosts,
         ray_start_params: Some(shape.ray_start_params),
         template: PodTemplateSpec {
             metadata: None,

@@ -185,12 +185,14 @@ fn generated_job(args: &JobSubmitArgs, namespace: &str, entrypoint: &str) -> Res
         worker_groups: vec![WorkerGroupShape {
             name: DEFAULT_GROUP_NAME.to_string(),
             replicas: s.worker_replicas,
-            num_of_hosts: 1,
+            num_of_hosts: Some(1),
             resources: worker,
             ray_start_params: BTreeMap::new(),
             node_selector: merged(&s.worker_node_selectors),
         }],
         autoscaler: None,
+        service_account: None,
+        gcsfuse: None,
     };
     Ok(RayJob {
         metadata: ObjectMeta {

@@ -5,10 +5,13 @@
 mod age;
 mod cli;
 mod cluster_spec;
+mod config_file;
+mod config_file_shape;
 mod create_cluster;
 mod create_workergroup;
 mod delete;
 mod error;
+mod gcsfuse;
 mod get_cluster;
 mod get_node;
 mod get_token;
@@ -29,14 +32,12 @@ mod version;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command, CreateCommand, GetCommand, JobCommand, ScaleCommand};
 use crate::error::Result;
 use crate::kube_context::KubeContext;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => return usage::report_parse_error(&e),
     };
@@ -88,7 +89,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 CreateCommand::Cluster(a) => {
                     // The flags are checked before connecting, so `--dry-run` needs no cluster.
                     let ctx = KubeContext::connect(&cli.kube).await?;
-                    create_cluster::run(&ctx, &a).await
+                    create_cluster::run(&ctx, &a, cli.kube.namespace.as_deref()).await
                 }
                 CreateCommand::Workergroup(a) => {
                     let ctx = KubeContext::connect(&cli.kube).await?;

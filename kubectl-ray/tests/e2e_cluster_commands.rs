@@ -280,3 +280,216 @@ async fn usage_errors_help_and_version() {
         "{version}"
     );
 }
+
+/// A config file for `create cluster --file`: two worker groups, the first unnamed.
+const CLUSTER_FILE: &str = "\
+name: from-file
+labels:
+  app: ray
+head:
+  cpu: 1
+  memory: 2Gi
+worker-groups:
+- replicas: 2
+  cpu: 500m
+  memory: 1Gi
+- name: big
+  replicas: 1
+  cpu: 1
+  memory: 2Gi
+  ray-start-params:
+    num-cpus: \"1\"
+";
+
+/// The same cluster in namespace `team-a`, with a service account and a Cloud Storage bucket.
+const GCSFUSE_FILE: &str = "\
+namespace: team-a
+service-account: ray-sa
+gke:
+  gcsfuse:
+    bucket-name: my-bucket
+    mount-path: /mnt/cluster_storage
+    disable-metrics: true
+    resources:
+      cpu: 250m
+      memory: 256Mi
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_cluster_from_a_config_file() {
+    let env = Env::start("file").await;
+    let write = |name: &str, text: &str| {
+        std::fs::write(env.dir.join(name), text).unwrap();
+        name.to_string()
+    };
+    let file = write("cluster.yaml", CLUSTER_FILE);
+
+    // --dry-run prints the RayCluster: the file over the defaults, unnamed group `default-group`.
+    let dry = env.ok(&["ray", "create", "cluster", "from-file", "--file", &file, "--dry-run"]);
+    let printed: serde_json::Value = serde_saphyr::from_str(&dry).unwrap();
+    assert_eq!(printed["metadata"]["name"], "from-file");
+    assert_eq!(printed["metadata"]["namespace"], "default");
+    assert_eq!(printed["metadata"]["labels"], serde_json::json!({"app": "ray"}));
+    let spec = &printed["spec"];
+    assert_eq!(spec["rayVersion"], "2.52.0");
+    let head = &spec["headGroupSpec"]["template"]["spec"]["containers"][0];
+    assert_eq!(head["image"], "rayproject/ray:2.52.0");
+    assert_eq!(
+        head["resources"]["requests"],
+        serde_json::json!({"cpu": "1", "memory": "2Gi"})
+    );
+    let groups: Vec<_> = spec["workerGroupSpecs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["groupName"].as_str().unwrap(), g["replicas"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(groups, [("default-group", 2), ("big", 1)]);
+    assert_eq!(
+        spec["workerGroupSpecs"][1]["rayStartParams"],
+        serde_json::json!({"num-cpus": "1"})
+    );
+
+    // The file's namespace is used unless -n names another; GKE's bucket becomes a CSI volume in every pod.
+    let gcs = write("gcsfuse.yaml", GCSFUSE_FILE);
+    let dry = env.ok(&["ray", "create", "cluster", "data", "--file", &gcs, "--dry-run"]);
+    let printed: serde_json::Value = serde_saphyr::from_str(&dry).unwrap();
+    assert_eq!(printed["metadata"]["namespace"], "team-a");
+    for template in [
+        &printed["spec"]["headGroupSpec"]["template"],
+        &printed["spec"]["workerGroupSpecs"][0]["template"],
+    ] {
+        assert_eq!(template["spec"]["serviceAccountName"], "ray-sa");
+        assert_eq!(
+            template["spec"]["volumes"],
+            serde_json::json!([{"name": "cluster-storage", "csi": {"driver": "gcsfuse.csi.storage.gke.io",
+                "volumeAttributes": {"bucketName": "my-bucket", "disableMetrics": "true"}}}])
+        );
+        assert_eq!(
+            template["spec"]["containers"][0]["volumeMounts"],
+            serde_json::json!([{"name": "cluster-storage", "mountPath": "/mnt/cluster_storage"}])
+        );
+        assert_eq!(
+            template["metadata"]["annotations"],
+            serde_json::json!({"gke-gcsfuse/cpu-request": "250m", "gke-gcsfuse/memory-limit": "256Mi",
+                "gke-gcsfuse/memory-request": "256Mi"})
+        );
+    }
+    let same = env.ok(&[
+        "ray",
+        "create",
+        "cluster",
+        "data",
+        "--file",
+        &gcs,
+        "--dry-run",
+        "-n",
+        "team-a",
+    ]);
+    assert!(same.contains("namespace: team-a"), "{same}");
+    assert_eq!(
+        env.fails(&["ray", "create", "cluster", "data", "--file", &gcs, "-n", "team-b"]),
+        "Error: the namespace in the config file \"team-a\" does not match the namespace \"team-b\". You must pass \
+         --namespace=team-a to perform this operation\n"
+    );
+
+    // Only the connection, dry-run, wait and timeout flags combine with --file.
+    assert_eq!(
+        env.fails(&[
+            "ray",
+            "create",
+            "cluster",
+            "from-file",
+            "--file",
+            &file,
+            "--worker-replicas",
+            "3",
+            "--labels",
+            "a=b",
+            "--wait",
+        ]),
+        "Error: the following flags are incompatible with --file: [labels worker-replicas]\n"
+    );
+    assert_eq!(
+        env.fails(&["ray", "create", "cluster", "other", "--file", &file]),
+        "Error: the cluster name in the config file \"from-file\" does not match the cluster name \"other\". You \
+         must use the same name to perform this operation\n"
+    );
+    assert_eq!(
+        env.fails(&["ray", "create", "cluster", "x", "--file", "missing.yaml"]),
+        "Error: failed to parse config file: config file missing.yaml does not exist\n"
+    );
+    let unknown = write("unknown.yaml", "head:\n  cpus: 2\n");
+    let err = env.fails(&["ray", "create", "cluster", "x", "--file", &unknown]);
+    assert!(
+        err.starts_with("Error: failed to parse config file: failed to parse YAML: ") && err.contains("cpus"),
+        "{err}"
+    );
+    let bad = write("bad.yaml", "worker-groups:\n- cpu: lots\n");
+    let err = env.fails(&["ray", "create", "cluster", "x", "--file", &bad]);
+    assert!(
+        err.starts_with(
+            "Error: failed to validate config file: cpu (worker group 0) is not a valid resource quantity: "
+        ),
+        "{err}"
+    );
+    let no_bucket = write("no-bucket.yaml", "gke:\n  gcsfuse:\n    mount-path: /data\n");
+    assert_eq!(
+        env.fails(&["ray", "create", "cluster", "x", "--file", &no_bucket]),
+        "Error: failed to validate config file: .gcsfuse.bucket-name is required\n"
+    );
+
+    // A real create: the operator brings up both groups.
+    let out = env.ok(&[
+        "ray",
+        "create",
+        "cluster",
+        "from-file",
+        "--file",
+        &file,
+        "--wait",
+        "--timeout",
+        "60s",
+    ]);
+    assert_eq!(
+        out,
+        "Created Ray cluster: from-file\nRay cluster from-file is provisioned\n"
+    );
+    let groups = env
+        .ok_eventually(&["ray", "get", "workergroups", "-c", "from-file"], WAIT, |t| {
+            t.contains(" 2/2 ") && t.contains(" 1/1 ")
+        })
+        .await;
+    let rows = cells(&groups);
+    assert_eq!(rows[1..].len(), 2, "{groups}");
+    assert!(
+        rows.contains(
+            &["big", "0", "2147483647", "1/1", "1", "0", "0", "2Gi", "from-file"]
+                .map(String::from)
+                .to_vec()
+        ),
+        "{groups}"
+    );
+    assert!(
+        rows.contains(
+            &[
+                "default-group",
+                "0",
+                "2147483647",
+                "2/2",
+                "1",
+                "0",
+                "0",
+                "2Gi",
+                "from-file"
+            ]
+            .map(String::from)
+            .to_vec()
+        ),
+        "{groups}"
+    );
+    assert_eq!(
+        env.fails(&["ray", "create", "cluster", "from-file", "--file", &file]),
+        "Error: the Ray cluster from-file in namespace default already exists\n"
+    );
+}
