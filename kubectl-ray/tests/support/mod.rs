@@ -16,9 +16,11 @@ use ray_sim::{HollowRay, HollowRayOptions};
 
 /// The operator binary of this workspace, built (once per test process) with the same profile as the tests.
 /// `cargo test -p kubectl-ray` does not build other packages' binaries, so the harness asks cargo for it;
-/// when the build fails the test fails with cargo's output. The build selects the whole workspace so that
-/// features resolve as in `cargo test --workspace`, which has already built this binary: CI's run finds it
-/// fresh, where `-p kuberay-operator` alone resolved features differently and rebuilt much of the graph.
+/// when the build fails the test fails with cargo's output. It asks as `cargo test --workspace` would (test
+/// mode, every member selected, so dev-dependency features resolve the same), naming one of the operator's
+/// integration tests, which makes cargo build the operator binary: under CI's `cargo test --workspace` it is
+/// already fresh. `cargo build -p kuberay-operator` resolved features differently and rebuilt much of the
+/// graph (32 minutes on a loaded 2-core machine).
 pub fn operator_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
@@ -29,11 +31,12 @@ pub fn operator_binary() -> &'static Path {
         let mut command = Command::new(cargo);
         command
             .args([
-                "build",
+                "test",
+                "--no-run",
                 "--quiet",
                 "--workspace",
-                "--bin",
-                "kuberay-operator",
+                "--test",
+                "e2e_raycluster",
             ])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         if profile == "release" {
