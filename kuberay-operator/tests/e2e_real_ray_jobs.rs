@@ -109,12 +109,13 @@ const ACTIVE_DEADLINE_SECONDS: i64 = 150;
 /// head starting next to others has been seen to time out registering its node and restart).
 const LANE_STAGGER: Duration = Duration::from_secs(25);
 
-/// The shared kube-sim, with its kubeconfig for `kubectl`.
-struct Cluster {
+/// The kube-sim every scenario shares, with its kubeconfig for `kubectl`.
+struct Sim {
     env: SimEnv,
 }
 
-impl Cluster {
+impl Sim {
+    /// The real `kubectl` against the sim.
     fn kubectl(&self, args: &[&str]) -> (bool, String, String) {
         kubectl(&self.env.dir, &self.env.kubeconfig, args)
     }
@@ -179,7 +180,7 @@ fn config_map(name: &str, files: &[(&str, &str)]) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS}, "data": data})
 }
 
-/// A Ray container of `image` mounting the ConfigMap volume `code` at `mount_path`.
+/// A container `name` of the Ray image (so it runs from the venv) mounting the volume `code` at `mount_path`.
 fn ray_container(name: &str, mount_path: &str) -> Value {
     json!({
         "name": name,
@@ -225,25 +226,26 @@ fn rayjob(name: &str, entrypoint: &str, extra: Value) -> Value {
     json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name, "namespace": NS}, "spec": spec})
 }
 
+/// The entrypoint running the job script `file` from the mounted ConfigMap.
 fn script(file: &str) -> String {
     format!("python {JOB_SCRIPTS_DIR}/{file}")
 }
 
 /// K8sJobMode with the scripts mounted in the submitter too: SUCCEEDED, output in the submitter's logs.
 /// Returns the time from `kubectl create` to `SUCCEEDED`.
-async fn k8s_job_mode(cluster: &Cluster) -> Duration {
+async fn k8s_job_mode(sim: &Sim) -> Duration {
     const NAME: &str = "sum-k8s-job-mode";
     let submitter = json!({"spec": {
         "restartPolicy": "Never",
         "containers": [ray_container("ray-job-submitter", JOB_SCRIPTS_DIR)],
         "volumes": [code_volume(JOB_SCRIPTS)],
     }});
-    let created = cluster.create(&rayjob(
+    let created = sim.create(&rayjob(
         NAME,
         &script("sum_of_squares.py"),
         json!({"submissionMode": "K8sJobMode", "submitterPodTemplate": submitter}),
     ));
-    let seen = cluster.follow_rayjob(NAME, 1, Duration::from_secs(360)).await;
+    let seen = sim.follow_rayjob(NAME, 1, Duration::from_secs(360)).await;
     let took = created.elapsed();
     let last = seen.last().unwrap();
     assert_eq!(
@@ -251,7 +253,7 @@ async fn k8s_job_mode(cluster: &Cluster) -> Duration {
         (&json!("SUCCEEDED"), &json!("Complete")),
         "{seen:#?}"
     );
-    let (ok, logs, stderr) = cluster.kubectl(&["logs", &format!("job/{NAME}")]);
+    let (ok, logs, stderr) = sim.kubectl(&["logs", &format!("job/{NAME}")]);
     assert!(ok, "kubectl logs job/{NAME}: {stderr}");
     assert!(
         logs.contains(SUM_OF_SQUARES_LINE),
@@ -262,14 +264,14 @@ async fn k8s_job_mode(cluster: &Cluster) -> Duration {
 }
 
 /// HTTPMode: the operator submits to the real dashboard; SUCCEEDED.
-async fn http_mode(cluster: &Cluster) -> Duration {
+async fn http_mode(sim: &Sim) -> Duration {
     const NAME: &str = "sum-http-mode";
-    let created = cluster.create(&rayjob(
+    let created = sim.create(&rayjob(
         NAME,
         &script("sum_of_squares.py"),
         json!({"submissionMode": "HTTPMode"}),
     ));
-    let seen = cluster.follow_rayjob(NAME, 1, Duration::from_secs(360)).await;
+    let seen = sim.follow_rayjob(NAME, 1, Duration::from_secs(360)).await;
     let took = created.elapsed();
     let last = seen.last().unwrap();
     assert_eq!(
@@ -282,10 +284,10 @@ async fn http_mode(cluster: &Cluster) -> Duration {
 }
 
 /// A failing entrypoint with `backoffLimit: 1`: two attempts, each on a cluster of its own, then `Failed`.
-async fn failing_with_one_retry(cluster: &Cluster) -> Duration {
+async fn failing_with_one_retry(sim: &Sim) -> Duration {
     const NAME: &str = "fails-twice";
-    let created = cluster.create(&rayjob(NAME, &script("fail.py"), json!({"backoffLimit": 1})));
-    let seen = cluster.follow_rayjob(NAME, 2, Duration::from_secs(480)).await;
+    let created = sim.create(&rayjob(NAME, &script("fail.py"), json!({"backoffLimit": 1})));
+    let seen = sim.follow_rayjob(NAME, 2, Duration::from_secs(480)).await;
     let took = created.elapsed();
     let last = seen.last().unwrap();
     assert_eq!(last["jobDeploymentStatus"], "Failed", "{seen:#?}");
@@ -312,14 +314,14 @@ async fn failing_with_one_retry(cluster: &Cluster) -> Duration {
 }
 
 /// `activeDeadlineSeconds` passing while the entrypoint sleeps: `Failed` with `DeadlineExceeded`.
-async fn deadline_exceeded(cluster: &Cluster) -> Duration {
+async fn deadline_exceeded(sim: &Sim) -> Duration {
     const NAME: &str = "sleeps-past-deadline";
-    let created = cluster.create(&rayjob(
+    let created = sim.create(&rayjob(
         NAME,
         &script("sleep.py"),
         json!({"activeDeadlineSeconds": ACTIVE_DEADLINE_SECONDS}),
     ));
-    let seen = cluster.follow_rayjob(NAME, 1, Duration::from_secs(300)).await;
+    let seen = sim.follow_rayjob(NAME, 1, Duration::from_secs(300)).await;
     let took = created.elapsed();
     let last = seen.last().unwrap();
     assert_eq!(
@@ -356,6 +358,7 @@ fn serve_config(greeting: &str) -> String {
     )
 }
 
+/// The RayService: a head-only cluster with the greeter on `PYTHONPATH` and the serve port, serving `hello`.
 fn rayservice() -> Value {
     let ports = json!([
         {"containerPort": 6379, "name": "gcs-server"},
@@ -377,23 +380,26 @@ fn rayservice() -> Value {
 }
 
 /// The RayService's status as JSON.
-async fn rayservice_status(cluster: &Cluster) -> Value {
-    let services: Api<RayService> = Api::namespaced(cluster.env.client.clone(), NS);
+async fn rayservice_status(sim: &Sim) -> Value {
+    let services: Api<RayService> = Api::namespaced(sim.env.client.clone(), NS);
     serde_json::to_value(services.get(RAYSERVICE).await.unwrap().status).unwrap()
 }
 
+/// Whether a RayService status has `Ready=True`.
 fn ready(status: &Value) -> bool {
     status["conditions"]
         .as_array()
         .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
+/// The active cluster's name in a RayService status (empty when none).
 fn active_cluster(status: &Value) -> &str {
     status["activeServiceStatus"]["rayClusterName"]
         .as_str()
         .unwrap_or_default()
 }
 
+/// The pending cluster's name in a RayService status (empty when none).
 fn pending_cluster(status: &Value) -> &str {
     status["pendingServiceStatus"]["rayClusterName"]
         .as_str()
@@ -402,10 +408,10 @@ fn pending_cluster(status: &Value) -> &str {
 
 /// Polls the RayService every second until `done` holds for its status, failing with the last status after
 /// `timeout`.
-async fn wait_rayservice(cluster: &Cluster, what: &str, timeout: Duration, done: impl Fn(&Value) -> bool) -> Value {
+async fn wait_rayservice(sim: &Sim, what: &str, timeout: Duration, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + timeout;
     loop {
-        let status = rayservice_status(cluster).await;
+        let status = rayservice_status(sim).await;
         if done(&status) {
             return status;
         }
@@ -418,8 +424,8 @@ async fn wait_rayservice(cluster: &Cluster, what: &str, timeout: Duration, done:
 }
 
 /// `<name>-serve-svc`'s ClusterIP and serve port, reachable from the host on the bridge.
-async fn serve_address(cluster: &Cluster) -> SocketAddr {
-    let services: Api<Service> = Api::namespaced(cluster.env.client.clone(), NS);
+async fn serve_address(sim: &Sim) -> SocketAddr {
+    let services: Api<Service> = Api::namespaced(sim.env.client.clone(), NS);
     let service = services.get(SERVE_SVC).await.unwrap();
     let ip = service.spec.unwrap().cluster_ip.unwrap();
     SocketAddr::new(ip.parse().unwrap(), SERVE_PORT)
@@ -471,8 +477,8 @@ async fn send_requests(addr: SocketAddr, stop: Arc<AtomicBool>) -> Traffic {
 }
 
 /// The RayClusters of the RayService, by name.
-async fn rayservice_clusters(cluster: &Cluster) -> Vec<String> {
-    let clusters: Api<RayCluster> = Api::namespaced(cluster.env.client.clone(), NS);
+async fn rayservice_clusters(sim: &Sim) -> Vec<String> {
+    let clusters: Api<RayCluster> = Api::namespaced(sim.env.client.clone(), NS);
     let lp = ListParams::default().labels(&format!("ray.io/originated-from-cr-name={RAYSERVICE}"));
     clusters
         .list(&lp)
@@ -486,13 +492,13 @@ async fn rayservice_clusters(cluster: &Cluster) -> Vec<String> {
 
 /// The RayService: Ready and answering, a serve config change in place, a cluster spec change with traffic
 /// answered throughout. Returns (create -> Ready, upgrade duration).
-async fn rayservice_flow(cluster: &Cluster) -> (Duration, Duration) {
-    let created = cluster.create(&rayservice());
-    let status = wait_rayservice(cluster, "the RayService to be Ready", Duration::from_secs(360), ready).await;
+async fn rayservice_flow(sim: &Sim) -> (Duration, Duration) {
+    let created = sim.create(&rayservice());
+    let status = wait_rayservice(sim, "the RayService to be Ready", Duration::from_secs(360), ready).await;
     let to_ready = created.elapsed();
     let first = active_cluster(&status).to_owned();
     assert!(first.starts_with("greeter-"), "{status:#}");
-    let addr = serve_address(cluster).await;
+    let addr = serve_address(sim).await;
     wait_answer(addr, &format!("hello from {first}"), Duration::from_secs(60)).await;
     let to_answer = created.elapsed();
     eprintln!(
@@ -502,7 +508,7 @@ async fn rayservice_flow(cluster: &Cluster) -> (Duration, Duration) {
 
     // A serve config change rolls in place: same cluster, new answer.
     let patch = json!({"spec": {"serveConfigV2": serve_config("bonjour")}}).to_string();
-    let (ok, _, stderr) = cluster.kubectl(&["patch", "rayservice", RAYSERVICE, "--type=merge", "-p", &patch]);
+    let (ok, _, stderr) = sim.kubectl(&["patch", "rayservice", RAYSERVICE, "--type=merge", "-p", &patch]);
     assert!(ok, "kubectl patch: {stderr}");
     let patched = Instant::now();
     wait_answer(addr, &format!("bonjour from {first}"), Duration::from_secs(120)).await;
@@ -510,10 +516,10 @@ async fn rayservice_flow(cluster: &Cluster) -> (Duration, Duration) {
         "[figure] RayService serve config change: in place in {:.1?}",
         patched.elapsed()
     );
-    let status = rayservice_status(cluster).await;
+    let status = rayservice_status(sim).await;
     assert_eq!(active_cluster(&status), first, "{status:#}");
     assert_eq!(pending_cluster(&status), "", "{status:#}");
-    assert_eq!(rayservice_clusters(cluster).await, [first.clone()]);
+    assert_eq!(rayservice_clusters(sim).await, [first.as_str()]);
 
     // A cluster spec change: a new cluster, traffic answered throughout.
     let stop = Arc::new(AtomicBool::new(false));
@@ -525,21 +531,18 @@ async fn rayservice_flow(cluster: &Cluster) -> (Duration, Duration) {
         "value": {"name": "CLUSTER_GENERATION", "value": "2"},
     }])
     .to_string();
-    let (ok, _, stderr) = cluster.kubectl(&["patch", "rayservice", RAYSERVICE, "--type=json", "-p", &patch]);
+    let (ok, _, stderr) = sim.kubectl(&["patch", "rayservice", RAYSERVICE, "--type=json", "-p", &patch]);
     assert!(ok, "kubectl patch: {stderr}");
     let upgrade_started = Instant::now();
-    let status = wait_rayservice(
-        cluster,
-        "the new cluster to become active",
-        Duration::from_secs(360),
-        |s| !active_cluster(s).is_empty() && active_cluster(s) != first && pending_cluster(s).is_empty() && ready(s),
-    )
+    let status = wait_rayservice(sim, "the new cluster to become active", Duration::from_secs(360), |s| {
+        !active_cluster(s).is_empty() && active_cluster(s) != first && pending_cluster(s).is_empty() && ready(s)
+    })
     .await;
     let upgrade = upgrade_started.elapsed();
     let second = active_cluster(&status).to_owned();
     // Keep sending until the old cluster is gone, then a little longer.
     let started_waiting = Instant::now();
-    while rayservice_clusters(cluster).await.contains(&first) {
+    while rayservice_clusters(sim).await.contains(&first) {
         assert!(
             started_waiting.elapsed() < Duration::from_secs(120),
             "the old cluster {first} was not deleted within 120 s of the switch"
@@ -572,7 +575,7 @@ async fn rayservice_flow(cluster: &Cluster) -> (Duration, Duration) {
         Some(&format!("bonjour from {second}")),
         "{traffic:#?}"
     );
-    assert_eq!(rayservice_clusters(cluster).await, [second]);
+    assert_eq!(rayservice_clusters(sim).await, [second]);
     (to_ready, upgrade)
 }
 
@@ -590,8 +593,8 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
         &["--use-kubernetes-proxy"],
     );
     let memory = VenvMemorySampler::start(&venv);
-    let cluster = Cluster { env };
-    cluster.create(&config_map(
+    let sim = Sim { env };
+    sim.create(&config_map(
         JOB_SCRIPTS,
         &[
             ("sum_of_squares.py", SUM_OF_SQUARES_PY),
@@ -599,29 +602,29 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
             ("sleep.py", SLEEP_PY),
         ],
     ));
-    cluster.create(&config_map(SERVE_APP, &[("greeter.py", GREETER_PY)]));
+    sim.create(&config_map(SERVE_APP, &[("greeter.py", GREETER_PY)]));
 
     // Three lanes: at most three clusters at once (four during the RayService's upgrade), the second RayJob lane
     // staggered. The deadline lane is the longest wait, so it starts at once.
     let deadline_lane = async {
-        let deadline = deadline_exceeded(&cluster).await;
-        let http = http_mode(&cluster).await;
+        let deadline = deadline_exceeded(&sim).await;
+        let http = http_mode(&sim).await;
         (deadline, http)
     };
     let jobs_lane = async {
         tokio::time::sleep(LANE_STAGGER).await;
-        let k8s = k8s_job_mode(&cluster).await;
-        let retried = failing_with_one_retry(&cluster).await;
+        let k8s = k8s_job_mode(&sim).await;
+        let retried = failing_with_one_retry(&sim).await;
         (k8s, retried)
     };
     let ((deadline, http), (k8s, retried), (to_ready, upgrade)) =
-        tokio::join!(deadline_lane, jobs_lane, rayservice_flow(&cluster));
+        tokio::join!(deadline_lane, jobs_lane, rayservice_flow(&sim));
 
     for kind in ["rayjob", "rayservice"] {
-        let (ok, _, stderr) = cluster.kubectl(&["delete", kind, "--all", "--wait=false"]);
+        let (ok, _, stderr) = sim.kubectl(&["delete", kind, "--all", "--wait=false"]);
         assert!(ok, "kubectl delete {kind}: {stderr}");
     }
-    let pods: Api<Pod> = Api::namespaced(cluster.env.client.clone(), NS);
+    let pods: Api<Pod> = Api::namespaced(sim.env.client.clone(), NS);
     common::wait_for(
         "every pod to be gone",
         Duration::from_secs(180),
