@@ -66,7 +66,7 @@ if ! ray_installed "$venv"; then
     rm -rf "$venv"
     trap 'rm -rf "$venv"' ERR
     echo "install-ray.sh: installing ray[default,serve]==$RAY_VERSION into $venv (from PyPI)" >&2
-    "$python" -m venv "$venv" || die "$python -m venv $venv failed"
+    "$python" -m venv "$venv" || { rm -rf "$venv"; die "$python -m venv $venv failed"; }
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
         --constraint "$constraints" "ray[default,serve]==$RAY_VERSION" >&2 ||
         { rm -rf "$venv"; die "pip install ray[default,serve]==$RAY_VERSION failed (is PyPI reachable?)"; }

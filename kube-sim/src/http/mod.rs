@@ -279,6 +279,16 @@ fn parse_route(segs: &[&str]) -> Result<Option<Route>, ApiError> {
     Ok(Some(route))
 }
 
+/// Gives the path after a subresource (what a proxy forwards) back the trailing slash that splitting the
+/// request path into segments dropped: kube-apiserver forwards `…/proxy/api/serve/applications/` with it, and
+/// servers such as Ray's dashboard answer 404 without it.
+fn keep_trailing_slash(mut route: Route, path: &str) -> Route {
+    if path.ends_with('/') && !route.rest.is_empty() && !route.rest.ends_with('/') {
+        route.rest.push('/');
+    }
+    route
+}
+
 /// The verb name used by fault rules and metrics.
 fn verb_of(method: &Method, route: &Route, q: &Query) -> &'static str {
     match (method.as_str(), route.name.is_some()) {
@@ -449,7 +459,7 @@ impl Ctx {
             _ => {}
         }
         let route = match parse_route(&segs) {
-            Ok(Some(r)) => r,
+            Ok(Some(r)) => keep_trailing_slash(r, path),
             Ok(None) => return error_response(&ApiError::no_route()),
             Err(e) => return error_response(&e),
         };
@@ -1092,5 +1102,27 @@ impl Ctx {
             service_object: Arc::new(serde_json::Value::Null),
         };
         Ok(proxy::forward_http(target, &req).await?.map(full))
+    }
+}
+
+#[cfg(test)]
+mod route_tests {
+    use super::*;
+
+    fn route_of(path: &str) -> Route {
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        keep_trailing_slash(parse_route(&segs).unwrap().unwrap(), path)
+    }
+
+    #[test]
+    fn a_proxied_path_keeps_its_trailing_slash() {
+        let route = route_of("/api/v1/namespaces/default/services/head-svc:dashboard/proxy/api/serve/applications/");
+        assert_eq!(route.subresource.as_deref(), Some("proxy"));
+        assert_eq!(route.rest, "/api/serve/applications/");
+        let route = route_of("/api/v1/namespaces/default/pods/p:8000/proxy/-/healthz");
+        assert_eq!(route.rest, "/-/healthz");
+        // Nothing after `proxy`: the proxies forward `/` (rest stays empty).
+        assert_eq!(route_of("/api/v1/namespaces/default/services/s:80/proxy/").rest, "");
+        assert_eq!(route_of("/api/v1/namespaces/default/pods/").rest, "");
     }
 }
