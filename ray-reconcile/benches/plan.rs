@@ -2,74 +2,16 @@
 //! and 5,000 workers, both in steady state (every worker exists and is Running: the pass the operator runs
 //! most) and for a scale-up from zero (the plan builds every worker pod).
 
-use std::collections::HashSet;
 use std::hint::black_box;
-use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use ray_api::RayCluster;
-use ray_autoscale::ObservedPod;
 use ray_reconcile::ReconcileConfig;
-use ray_reconcile::raycluster::observed::{ObservedState, PodInfo, PodRole, ReadyCondition};
 use ray_reconcile::raycluster::podgen::PodGenSettings;
 use ray_reconcile::raycluster::{plan, status};
 
-const SIZES: [usize; 3] = [10, 1_000, 5_000];
-
-/// KubeRay's benchmark RayCluster shape: a head and one `small-group` of `workers` workers.
-fn cluster(workers: usize) -> RayCluster {
-    let resources = serde_json::json!({"cpu": "1", "memory": "1Gi"});
-    let container = |name: &str| {
-        serde_json::json!({"name": name, "image": "rayproject/ray:2.52.0",
-        "resources": {"limits": resources, "requests": resources}})
-    };
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": "bench", "namespace": "default", "uid": "00000000-0000-0000-0000-000000000001"},
-        "spec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [container("ray-head")]}}},
-            "workerGroupSpecs": [{"groupName": "small-group", "replicas": workers, "minReplicas": 0,
-                "maxReplicas": workers, "rayStartParams": {},
-                "template": {"spec": {"containers": [container("ray-worker")]}}}]
-        }
-    }))
-    .unwrap_or_else(|e| panic!("bench RayCluster: {e}"))
-}
-
-fn running_pod(name: String, role: PodRole, group: &str) -> Arc<PodInfo> {
-    Arc::new(PodInfo {
-        pod: ObservedPod::running(name),
-        role,
-        group: group.to_owned(),
-        pod_ip: "10.0.0.1".to_owned(),
-        ready: Some(ReadyCondition {
-            status: "True".to_owned(),
-            ..ReadyCondition::default()
-        }),
-        container_problem: None,
-        awaiting_node: false,
-        upgrade: Default::default(),
-    })
-}
-
-/// The head and `workers` Running workers.
-fn observed(workers: usize) -> ObservedState {
-    let mut pods = vec![running_pod("bench-head-abcde".to_owned(), PodRole::Head, "headgroup")];
-    pods.extend((0..workers).map(|i| {
-        running_pod(
-            format!("bench-small-group-worker-{i:05}"),
-            PodRole::Worker,
-            "small-group",
-        )
-    }));
-    ObservedState {
-        pods,
-        head_services: Vec::new(),
-        unsatisfied_groups: HashSet::new(),
-        tls_block: None,
-    }
-}
+mod fixtures;
+use fixtures::{SIZES, cluster, observed};
 
 fn bench_plan(c: &mut Criterion) {
     let config = ReconcileConfig::default();
