@@ -245,8 +245,9 @@ struct Route {
     rest: String,
 }
 
-/// Parses `/api/v1/...` and `/apis/{g}/{v}/...` resource paths. `Ok(None)` for discovery paths.
-fn parse_route(segs: &[&str]) -> Result<Option<Route>, ApiError> {
+/// Parses `/api/v1/...` and `/apis/{g}/{v}/...` resource paths (`segs`, the path's non-empty segments;
+/// `trailing_slash`, whether the path ended in `/`). `Ok(None)` for discovery paths.
+fn parse_route(segs: &[&str], trailing_slash: bool) -> Result<Option<Route>, ApiError> {
     let (group, version, rest) = match segs {
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
@@ -260,11 +261,7 @@ fn parse_route(segs: &[&str]) -> Result<Option<Route>, ApiError> {
         namespace: ns.map(str::to_string),
         name: name.map(str::to_string),
         subresource: sub.map(str::to_string),
-        rest: if tail.is_empty() {
-            String::new()
-        } else {
-            format!("/{}", tail.join("/"))
-        },
+        rest: proxied_rest(tail, trailing_slash),
     };
     let route = match rest {
         ["namespaces", ns, sub @ ("status" | "finalize")] => mk("namespaces", None, Some(ns), Some(sub), &[]),
@@ -277,6 +274,17 @@ fn parse_route(segs: &[&str]) -> Result<Option<Route>, ApiError> {
         [] => return Ok(None),
     };
     Ok(Some(route))
+}
+
+/// The path a proxy subresource forwards: the segments after it, keeping the request's trailing slash as
+/// kube-apiserver does (servers behind the proxy may route `/api/jobs/` and `/api/jobs` differently, as Ray's
+/// dashboard does); empty when nothing follows the subresource.
+fn proxied_rest(tail: &[&str], trailing_slash: bool) -> String {
+    if tail.is_empty() {
+        return String::new();
+    }
+    let slash = if trailing_slash { "/" } else { "" };
+    format!("/{}{slash}", tail.join("/"))
 }
 
 /// The verb name used by fault rules and metrics.
@@ -400,7 +408,7 @@ impl Ctx {
         let requester = self.state.auth.authenticate(self.store(), &self.headers)?;
         let user = crate::auth::impersonate::acting_user(self.store(), requester, &self.headers)?;
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let attrs = match parse_route(&segs) {
+        let attrs = match parse_route(&segs, path.ends_with('/')) {
             Ok(Some(route)) => resource_attributes(verb_of(&self.method, &route, &Query::parse(query)), &route),
             _ => RequestAttributes::non_resource(&self.method.as_str().to_lowercase(), path),
         };
@@ -448,7 +456,7 @@ impl Ctx {
             ["sim", "v1", rest @ ..] => return self.sim_control(rest),
             _ => {}
         }
-        let route = match parse_route(&segs) {
+        let route = match parse_route(&segs, path.ends_with('/')) {
             Ok(Some(r)) => r,
             Ok(None) => return error_response(&ApiError::no_route()),
             Err(e) => return error_response(&e),
@@ -1092,5 +1100,26 @@ impl Ctx {
             service_object: Arc::new(serde_json::Value::Null),
         };
         Ok(proxy::forward_http(target, &req).await?.map(full))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_path_keeps_its_trailing_slash() {
+        let path = "/api/v1/namespaces/default/services/head-svc:dashboard/proxy/api/jobs/";
+        let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let route = parse_route(&segs, path.ends_with('/')).unwrap().unwrap();
+        assert_eq!(route.subresource.as_deref(), Some("proxy"));
+        assert_eq!(route.rest, "/api/jobs/");
+        let route = parse_route(&segs[..segs.len()], false).unwrap().unwrap();
+        assert_eq!(route.rest, "/api/jobs");
+        let bare: Vec<&str> = "/api/v1/namespaces/default/services/s/proxy/"
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(parse_route(&bare, true).unwrap().unwrap().rest, "");
     }
 }
