@@ -10,17 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kube::Api;
-use kube_sim::network::{PodNetworkConfig, PodNetworkMode};
-use kube_sim::runtime::{ImageMapping, RuntimeConfig};
-use kube_sim::{AgentConfig, SimConfig};
 use ray_api::RayCluster;
 
 mod common;
+use common::real_ray::{processes_from, ray_venv, real_process_sim_config};
 use common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_for};
 
 const NS: &str = "default";
@@ -28,54 +24,10 @@ const CLUSTER: &str = "raycluster-kuberay";
 const DASHBOARD_NODES: &str =
     "/api/v1/namespaces/default/services/raycluster-kuberay-head-svc:dashboard/proxy/api/v0/nodes";
 
-/// The pinned Ray virtualenv, installed by our script on first use.
-fn ray_venv() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-ray.sh");
-    let out = Command::new("bash").arg(&script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{} failed, so real Ray is not available (PyPI must be reachable on first use):\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim(),
-    )
-}
-
-/// Processes whose command line runs something from `venv` (Ray's head, raylet, dashboard, workers).
-fn processes_from(venv: &Path) -> Vec<String> {
-    let needle = venv.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
-        .filter(|cmd| cmd.contains(&needle))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     let venv = ray_venv();
-    let config = SimConfig {
-        pod_network: PodNetworkConfig {
-            mode: PodNetworkMode::Bridge,
-            ..PodNetworkConfig::default()
-        },
-        agents: AgentConfig {
-            process_runtime: Some(RuntimeConfig::new(vec![
-                ImageMapping::parse(&format!("rayproject/ray={}", venv.display()), false).unwrap(),
-            ])),
-            ..AgentConfig::default()
-        },
-        ..SimConfig::default()
-    };
+    let config = real_process_sim_config(&[("rayproject/ray", &venv)]);
     let env = SimEnv::start("real-ray", config).await;
     let _operator = Operator::start(
         &env.dir,

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub mod fuzz;
+pub mod real_ray;
 
 /// The real operator binary, running; killed on drop.
 pub struct Operator {

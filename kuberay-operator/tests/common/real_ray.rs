@@ -1,0 +1,256 @@
+//! Helpers of the end-to-end tests that run real Ray (and Redis) in kube-sim's process pods: the pinned Ray
+//! virtualenv and Debian's redis-server installed by our scripts, kube-sim configured with the bridge pod
+//! network and image mappings, the dashboard read and written through the API server's service proxy,
+//! `kubectl exec` without a client-side deadline, and the processes and memory of a run's pods.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use kube::Client;
+use kube_sim::network::{PodNetworkConfig, PodNetworkMode};
+use kube_sim::runtime::{ImageMapping, RuntimeConfig};
+use kube_sim::{AgentConfig, SimConfig, SimHandle};
+use serde_json::Value;
+
+/// Runs one of our install scripts (`scripts/<name>`) and returns the directory it prints last; fails the
+/// test with the script's stderr when it cannot install.
+fn installed_dir(script_name: &str, what: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(script_name);
+    let out = Command::new("bash").arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} failed, so {what} is not available:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim(),
+    )
+}
+
+/// The pinned Ray virtualenv, installed by `scripts/install-ray.sh` on first use (needs PyPI then).
+pub fn ray_venv() -> PathBuf {
+    installed_dir("install-ray.sh", "real Ray (PyPI must be reachable on first use)")
+}
+
+/// The directory whose `bin/` holds Debian's redis-server, installed by `scripts/install-redis.sh` on first
+/// use (needs root and the Debian archive then).
+pub fn redis_image_dir() -> PathBuf {
+    installed_dir(
+        "install-redis.sh",
+        "redis-server (root and the Debian archive are needed on first use)",
+    )
+}
+
+/// kube-sim with the bridge pod network (cluster DNS, ClusterIPs) running pods whose images `mappings` cover
+/// (`IMAGE=DIR`, run on the host filesystem with `DIR/bin` first on `PATH`) as real processes.
+pub fn real_process_sim_config(mappings: &[(&str, &Path)]) -> SimConfig {
+    let images = mappings
+        .iter()
+        .map(|(image, dir)| ImageMapping::parse(&format!("{image}={}", dir.display()), false).unwrap())
+        .collect();
+    SimConfig {
+        pod_network: PodNetworkConfig {
+            mode: PodNetworkMode::Bridge,
+            ..PodNetworkConfig::default()
+        },
+        agents: AgentConfig {
+            process_runtime: Some(RuntimeConfig::new(images)),
+            ..AgentConfig::default()
+        },
+        ..SimConfig::default()
+    }
+}
+
+/// Processes whose command line runs something from `venv` (Ray's head, raylet, dashboard, workers).
+pub fn processes_from(venv: &Path) -> Vec<String> {
+    let needle = venv.to_string_lossy().into_owned();
+    all_processes()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(&needle))
+        .map(|(_, cmd)| cmd)
+        .collect()
+}
+
+/// Every process on the machine: (pid, command line with spaces for NULs).
+fn all_processes() -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            Some((pid, String::from_utf8_lossy(&raw).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// The memory-cgroup prefix of the containers `sim`'s process runtime starts (`/kube-sim.<run id>/`, one
+/// cgroup per container below it), so a process can be attributed to this run and no other.
+pub fn run_cgroup_prefix(sim: &SimHandle) -> String {
+    let runtime = sim.process_runtime().expect("kube-sim runs a process runtime");
+    let run = runtime.state_path().file_name().unwrap().to_string_lossy().into_owned();
+    format!(":memory:/kube-sim.{run}/")
+}
+
+/// Processes in the containers of the run whose cgroup prefix is `prefix`: (pid, command line).
+pub fn run_processes(prefix: &str) -> Vec<(u32, String)> {
+    all_processes()
+        .into_iter()
+        .filter(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(prefix)))
+        .collect()
+}
+
+/// The value in kB of the line starting with `field` in a `/proc` file, in bytes; 0 when absent (process gone).
+fn proc_kib_field(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Samples, once a second on a thread of its own, the memory of a run's pod processes and keeps the peaks of
+/// two sums: PSS (each shared page split among its users: the memory the pods really take) and RSS (each
+/// process' resident set, shared pages counted once per process).
+pub struct PeakMemory {
+    peak_pss: Arc<AtomicU64>,
+    peak_rss: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakMemory {
+    /// Starts sampling the processes in cgroups under `prefix` (see [`run_cgroup_prefix`]).
+    pub fn start(prefix: String) -> Self {
+        let peak_pss = Arc::new(AtomicU64::new(0));
+        let peak_rss = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (pss, rss, s) = (peak_pss.clone(), peak_rss.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let pids: Vec<u32> = run_processes(&prefix).into_iter().map(|(pid, _)| pid).collect();
+                let sum = |file: &str, field: &str| -> u64 {
+                    pids.iter()
+                        .map(|pid| proc_kib_field(&format!("/proc/{pid}/{file}"), field))
+                        .sum()
+                };
+                pss.fetch_max(sum("smaps_rollup", "Pss:"), Ordering::Relaxed);
+                rss.fetch_max(sum("status", "VmRSS:"), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        PeakMemory {
+            peak_pss,
+            peak_rss,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The highest summed PSS seen so far, in MiB.
+    pub fn peak_pss_mib(&self) -> u64 {
+        self.peak_pss.load(Ordering::Relaxed) / (1024 * 1024)
+    }
+
+    /// The highest summed RSS seen so far, in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        self.peak_rss.load(Ordering::Relaxed) / (1024 * 1024)
+    }
+}
+
+impl Drop for PeakMemory {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// This process' peak resident set (`VmHWM`: the test with kube-sim in it), in MiB.
+pub fn own_peak_rss_mib() -> u64 {
+    proc_kib_field("/proc/self/status", "VmHWM:") / (1024 * 1024)
+}
+
+/// The API server's proxy path to `path` on the dashboard port of `cluster`'s head Service in `ns`.
+pub fn dashboard_path(ns: &str, cluster: &str, path: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/services/{cluster}-head-svc:dashboard/proxy{path}")
+}
+
+/// `GET` through the API server (e.g. a [`dashboard_path`]), decoded as JSON; `None` on any failure.
+pub async fn get_json(client: &Client, path: &str) -> Option<Value> {
+    let request = http::Request::get(path).body(Vec::new()).ok()?;
+    let body = client.request_text(request).await.ok()?;
+    serde_json::from_str(&body).ok()
+}
+
+/// `POST` of a JSON body through the API server, decoded as JSON; the error, as text, on any failure.
+pub async fn post_json(client: &Client, path: &str, body: &Value) -> Result<Value, String> {
+    let request = http::Request::post(path)
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(body).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let answer = client
+        .request_text(request)
+        .await
+        .map_err(|e| format!("POST {path}: {e}"))?;
+    serde_json::from_str(&answer).map_err(|e| format!("POST {path} answered {answer:?}: {e}"))
+}
+
+/// The nodes the real dashboard (`/api/v0/nodes`) of `cluster` lists, or `None` while it does not answer.
+pub async fn dashboard_nodes(client: &Client, ns: &str, cluster: &str) -> Option<Vec<Value>> {
+    let doc = get_json(client, &dashboard_path(ns, cluster, "/api/v0/nodes")).await?;
+    doc["data"]["result"]["result"].as_array().cloned()
+}
+
+/// How many of `nodes` are `ALIVE`.
+pub fn alive(nodes: &[Value]) -> usize {
+    nodes.iter().filter(|n| n["state"] == "ALIVE").count()
+}
+
+/// Runs `kubectl exec POD -c CONTAINER -- COMMAND` with a private HOME and no client-side request timeout
+/// (a Ray driver can take longer than the harness' 20 s); echoes it; returns (success, stdout, stderr).
+/// Bounded by `timeout`: kubectl is killed after it.
+pub async fn kubectl_exec(
+    dir: &Path,
+    kubeconfig: &Path,
+    pod: &str,
+    container: &str,
+    command: &[&str],
+    timeout: Duration,
+) -> (bool, String, String) {
+    let run = tokio::process::Command::new("kubectl")
+        .args(["exec", pod, "-c", container, "--"])
+        .args(command)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(timeout, run)
+        .await
+        .unwrap_or_else(|_| panic!("kubectl exec {pod} -- {command:?} still running after {timeout:?}"))
+        .expect("kubectl is installed (see README)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!(
+        "$ kubectl exec {pod} -c {container} -- {}\n{stdout}{stderr}",
+        command.join(" ")
+    );
+    (out.status.success(), stdout, stderr)
+}
