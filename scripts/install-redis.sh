@@ -46,11 +46,11 @@ if ! redis_installed; then
         trap 'rm -f "$policy"' EXIT
     fi
     echo "install-redis.sh: installing redis-server=$REDIS_DEB_VERSION (from the Debian archive)" >&2
-    install() {
+    apt_install() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
             "redis-server=$REDIS_DEB_VERSION" "redis-tools=$REDIS_DEB_VERSION" >&2
     }
-    install || { apt-get update -q >&2 && install; } ||
+    apt_install || { apt-get update -q >&2 && apt_install; } ||
         die "apt-get install redis-server=$REDIS_DEB_VERSION failed (is the Debian archive reachable? has the pin moved?)"
 fi
 
