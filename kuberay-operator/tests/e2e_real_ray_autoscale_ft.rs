@@ -22,7 +22,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
@@ -353,6 +352,16 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
         .as_array_mut()
         .unwrap()
         .push(json!({"name": "data", "mountPath": "/data"}));
+    let redis_conf = docs.iter().find(|d| d["metadata"]["name"] == "redis-config").unwrap()["data"]["redis.conf"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let redis_password = redis_conf
+        .lines()
+        .find_map(|l| l.strip_prefix("requirepass "))
+        .unwrap()
+        .trim()
+        .to_owned();
     let cluster = raycluster_doc(&mut docs);
     let name = cluster["metadata"]["name"].as_str().unwrap().to_owned();
     let file = create_documents(&env, "external-redis.yaml", &docs);
@@ -476,6 +485,12 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
          {recovered_after:?} after it"
     );
 
+    // The GCS keeps its tables in Redis; the operator's cleanup Job must delete them when the RayCluster goes.
+    let redis_pod = live_pods_labelled(&env.client, "app=redis").await;
+    assert_eq!(redis_pod.len(), 1, "one redis pod");
+    let redis_pod = redis_pod[0].name_any();
+    let keys_before = redis_key_count(&env, &redis_pod, &redis_password).await;
+    assert!(keys_before > 0, "the GCS stores its tables in Redis");
     // The RayCluster first: its Redis cleanup Job needs Redis, which goes with the rest of the sample.
     let (ok, _, stderr) = kubectl(
         &env.dir,
@@ -483,21 +498,6 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
         &["delete", "raycluster", &name, "--wait=false"],
     );
     assert!(ok, "kubectl delete raycluster: {stderr}");
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
-    let cleanup = format!("{name}-redis-cleanup");
-    wait_for(
-        "the operator's Redis cleanup Job to succeed",
-        Duration::from_secs(180),
-        Duration::from_secs(1),
-        || {
-            let (jobs, cleanup) = (jobs.clone(), cleanup.clone());
-            async move {
-                let job = jobs.get_opt(&cleanup).await.ok()??;
-                (job.status?.succeeded? >= 1).then_some(())
-            }
-        },
-    )
-    .await;
     let clusters: Api<RayCluster> = Api::namespaced(env.client.clone(), NS);
     wait_for(
         "the RayCluster (its finalizer released) to be gone",
@@ -506,8 +506,44 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
         || common::gone(&clusters, &name),
     )
     .await;
+    let keys_after = redis_key_count(&env, &redis_pod, &redis_password).await;
+    assert_eq!(
+        keys_after, 0,
+        "the Redis cleanup Job deleted the GCS tables ({keys_before} keys before)"
+    );
+    eprintln!("Redis: {keys_before} keys while the cluster ran, {keys_after} after the RayCluster was deleted");
     delete_everything(&env, &[&file], &venv, &cgroup_prefix).await;
     report_memory(&memory);
+}
+
+/// Live pods in the test namespace matching `selector`.
+async fn live_pods_labelled(client: &Client, selector: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    pods.list(&ListParams::default().labels(selector))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && running(p))
+        .collect()
+}
+
+/// The number of keys in the Redis of pod `redis_pod` (`redis-cli DBSIZE` through `kubectl exec`).
+async fn redis_key_count(env: &SimEnv, redis_pod: &str, password: &str) -> u64 {
+    let (ok, stdout, stderr) = kubectl_exec(
+        &env.dir,
+        &env.kubeconfig,
+        redis_pod,
+        "redis",
+        &["redis-cli", "-a", password, "--no-auth-warning", "DBSIZE"],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(ok, "redis-cli DBSIZE: {stderr}");
+    stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("redis-cli DBSIZE answered {stdout:?}"))
 }
 
 /// Prints the run's peak memory figures.
