@@ -47,8 +47,11 @@ pub fn merge_patch(doc: &mut Value, patch: &Value) {
     json_patch::merge(doc, patch);
 }
 
-/// Applies an RFC 6902 JSON patch. A `test` whose value is `null` succeeds when the path is missing but its parent
-/// exists (evanphx/json-patch behaviour that kube-runtime's `finalizer()` relies on).
+/// Applies an RFC 6902 JSON patch with kube-apiserver's leniencies (its JSON patch library, evanphx/json-patch
+/// v4): a `test` whose value is `null` succeeds when the path is missing but its parent exists (kube-runtime's
+/// `finalizer()` relies on it), and a `replace` of a missing member of an existing object adds it (Ray's
+/// autoscaler replaces `/spec/workerGroupSpecs/<i>/scaleStrategy` on clusters that never had one). A
+/// `replace` at a missing array index still fails.
 pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), ApiError> {
     let ops = patch
         .as_array()
@@ -74,8 +77,16 @@ pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), ApiError> {
                 return Err(ApiError::patch_failed());
             }
         }
-        let parsed: json_patch::PatchOperation = serde_json::from_value(op.clone())
-            .map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
+        let mut op = op.clone();
+        if op["op"] == "replace" {
+            let path = op["path"].as_str().unwrap_or_default();
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            if doc.pointer(path).is_none() && doc.pointer(parent).is_some_and(Value::is_object) {
+                op["op"] = Value::from("add");
+            }
+        }
+        let parsed: json_patch::PatchOperation =
+            serde_json::from_value(op).map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
         json_patch::patch(doc, std::slice::from_ref(&parsed)).map_err(|_| ApiError::patch_failed())?;
     }
     Ok(())
@@ -275,6 +286,22 @@ mod tests {
         let p = json!([{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["x/y"]}]);
         json_patch(&mut doc, &p).unwrap();
         assert_eq!(doc["metadata"]["finalizers"], json!(["x/y"]));
+    }
+
+    #[test]
+    fn replace_of_a_missing_object_member_adds_it_but_a_missing_index_fails() {
+        let mut doc = json!({"spec": {"workerGroupSpecs": [{"replicas": 3}]}});
+        let p = json!([{"op":"replace","path":"/spec/workerGroupSpecs/0/scaleStrategy","value":{"workersToDelete":["w"]}},
+                       {"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":0}]);
+        json_patch(&mut doc, &p).unwrap();
+        assert_eq!(
+            doc,
+            json!({"spec": {"workerGroupSpecs": [{"replicas": 0, "scaleStrategy": {"workersToDelete": ["w"]}}]}})
+        );
+        let p = json!([{"op":"replace","path":"/spec/workerGroupSpecs/1","value":{}}]);
+        assert_eq!(json_patch(&mut doc, &p).unwrap_err().code, 422);
+        let p = json!([{"op":"replace","path":"/spec/missing/x","value":1}]);
+        assert_eq!(json_patch(&mut doc, &p).unwrap_err().code, 422);
     }
 
     #[test]

@@ -156,7 +156,6 @@ impl SimServer {
                     store: store.clone(),
                     auth: auth.clone(),
                     api: addr,
-                    api_for_pods: pod_network.kubernetes_service_addr().unwrap_or(addr),
                     pod_logs: config.agents.pod_logs.clone(),
                 };
                 let mut rc = rc.clone();

@@ -81,6 +81,14 @@ async fn no_process_with(marker: &str) {
     }
 }
 
+/// Bad input must not take kube-sim down: after it, the API still answers and a new process pod still runs
+/// to completion.
+async fn still_runs_pods(pods: &Api<Pod>, name: &str) {
+    create(pods, shell_pod(name, "echo still running pods", "Never")).await;
+    wait_for(pods, name, "Succeeded", |v| v["status"]["phase"] == "Succeeded").await;
+    assert_eq!(logs(pods, name).await, "still running pods\n");
+}
+
 #[tokio::test]
 async fn exit_codes_give_phases_and_terminated_states() {
     let sim = sim(UnmappedImages::Hollow).await;
@@ -292,6 +300,7 @@ async fn crash_loop_backs_off_and_keeps_the_last_state() {
         msg.starts_with("back-off ") && msg.contains("restarting failed container=main pod=crashy_default("),
         "{msg}"
     );
+    still_runs_pods(&pods, "after-crash-loop").await;
 }
 
 #[tokio::test]
@@ -445,6 +454,8 @@ async fn unmapped_images_fail_to_pull_in_strict_mode_and_run_hollow_otherwise() 
     create(&pods, unmapped_pod("hollow")).await;
     wait_for(&pods, "hollow", "Running hollow", |v| v["status"]["phase"] == "Running").await;
     assert!(logs(&pods, "hollow").await.contains("hollow: no process runs"));
+    let pods: Api<Pod> = Api::default_namespaced(strict.client());
+    still_runs_pods(&pods, "after-pull-failure").await;
 }
 
 #[tokio::test]
@@ -472,8 +483,7 @@ async fn a_missing_command_is_a_create_error_and_a_missing_shell_command_exits_1
         v["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
         127
     );
-    // kube-sim is still serving.
-    assert!(pods.get("nocmd").await.is_ok());
+    still_runs_pods(&pods, "after-missing-commands").await;
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use kube::Api;
 use ray_api::RayCluster;
 
 mod common;
-use common::real_ray::{processes_from, ray_venv, real_ray_sim_config};
+use common::real_ray::{processes_from, ray_venv, real_process_sim_config};
 use common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_for};
 
 const NS: &str = "default";
@@ -27,7 +27,7 @@ const DASHBOARD_NODES: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     let venv = ray_venv();
-    let config = real_ray_sim_config(&venv);
+    let config = real_process_sim_config(&[("rayproject/ray", &venv)]);
     let env = SimEnv::start("real-ray", config).await;
     let _operator = Operator::start(
         &env.dir,

@@ -163,13 +163,6 @@ impl PodNetwork {
         self.bridge.as_ref().and_then(|_| self.service_block.nth(1))
     }
 
-    /// The `kubernetes` Service's ClusterIP and port (bridge mode): where in-cluster clients reach the API
-    /// server (`KUBERNETES_SERVICE_HOST` / `_PORT`).
-    pub fn kubernetes_service_addr(&self) -> Option<SocketAddr> {
-        self.kubernetes_service_ip()
-            .map(|ip| SocketAddr::from((ip, KUBERNETES_SERVICE_PORT)))
-    }
-
     /// The cluster DNS server's address (bridge mode).
     pub fn dns_ip(&self) -> Option<Ipv4Addr> {
         self.bridge.as_ref().map(BridgeNetworking::gateway)

@@ -34,6 +34,24 @@ pub struct NodeFacts {
     pub base_env: Vec<(String, String)>,
 }
 
+/// Where a container reaches the API server (`KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT`): a pod in a
+/// network namespace of its own (the bridge network) goes through the `kubernetes` Service's ClusterIP and
+/// first port, as in a cluster, since the API server's own address (loopback) is the pod's own loopback there;
+/// a pod on the host's network, or when that Service has no usable ClusterIP, uses `api`, the API server's
+/// address.
+pub fn api_server_address(
+    own_network_namespace: bool,
+    kubernetes_service: Option<&Value>,
+    api: std::net::SocketAddr,
+) -> (String, u16) {
+    let through_service = kubernetes_service.filter(|_| own_network_namespace).and_then(|svc| {
+        let ip = svc["spec"]["clusterIP"].as_str()?.parse::<std::net::IpAddr>().ok()?;
+        let port = u16::try_from(svc["spec"]["ports"][0]["port"].as_u64()?).ok()?;
+        Some((ip.to_string(), port))
+    });
+    through_service.unwrap_or_else(|| (api.ip().to_string(), api.port()))
+}
+
 /// A container ready to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Composed {
@@ -303,6 +321,18 @@ mod tests {
         fn config_map(&self, _: &str, name: &str) -> Option<BTreeMap<String, String>> {
             (name == "c").then(|| BTreeMap::from([("mode".to_string(), "fast".to_string())]))
         }
+    }
+
+    #[test]
+    fn pods_in_their_own_network_reach_the_api_server_through_the_kubernetes_service() {
+        let api: std::net::SocketAddr = "127.0.0.1:35791".parse().unwrap();
+        let svc = json!({"spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}});
+        assert_eq!(api_server_address(true, Some(&svc), api), ("10.96.0.1".into(), 443));
+        // On the host's network the API server's own address works and the ClusterIP may not be routed.
+        assert_eq!(api_server_address(false, Some(&svc), api), ("127.0.0.1".into(), 35791));
+        assert_eq!(api_server_address(true, None, api), ("127.0.0.1".into(), 35791));
+        let no_ip = json!({"spec": {"clusterIP": "None", "ports": [{"port": 443}]}});
+        assert_eq!(api_server_address(true, Some(&no_ip), api), ("127.0.0.1".into(), 35791));
     }
 
     #[test]

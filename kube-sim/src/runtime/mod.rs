@@ -99,12 +99,10 @@ pub struct RuntimeContext {
     pub store: Store,
     /// Token issuer and CA.
     pub auth: Arc<crate::auth::Auth>,
-    /// The API server's own address (the pods' `hostIP`).
+    /// The API server's address: what pods on the host's network get as `KUBERNETES_SERVICE_HOST` / `_PORT`
+    /// (pods in a network namespace of their own get the `kubernetes` Service's, see
+    /// [`compose::api_server_address`]).
     pub api: SocketAddr,
-    /// Where pods reach the API server (`KUBERNETES_SERVICE_HOST` / `_PORT`): the `kubernetes` Service on a
-    /// bridge pod network, whose pods cannot reach the host's loopback; the API server's own address
-    /// otherwise.
-    pub api_for_pods: SocketAddr,
     /// Container log buffers.
     pub pod_logs: PodLogs,
 }
@@ -113,7 +111,6 @@ impl std::fmt::Debug for RuntimeContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RuntimeContext")
             .field("api", &self.api)
-            .field("api_for_pods", &self.api_for_pods)
             .finish_non_exhaustive()
     }
 }
@@ -218,10 +215,17 @@ impl Shared {
     /// Pod IP, host IP and the variables every container gets: the API server's `KUBERNETES_SERVICE_*` and,
     /// unless `enableServiceLinks: false`, those of the namespace's Services with a cluster IP.
     fn node_facts(&self, pod: &Value, net: &PodNet) -> compose::NodeFacts {
-        let (host, port) = (
-            self.ctx.api_for_pods.ip().to_string(),
-            self.ctx.api_for_pods.port().to_string(),
+        let kubernetes_service = self
+            .ctx
+            .store
+            .get(&Gvr::services(), Some("default"), crate::network::KUBERNETES_SERVICE)
+            .ok();
+        let (host, port) = compose::api_server_address(
+            net.netns.is_some(),
+            kubernetes_service.as_ref().map(|svc| &svc.value),
+            self.ctx.api,
         );
+        let port = port.to_string();
         let mut env = Vec::new();
         if pod["spec"]["enableServiceLinks"] != false {
             let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");

@@ -1,30 +1,33 @@
-//! What the real-Ray end-to-end tests share: the pinned Ray virtualenv (installed on first use), a kube-sim
-//! configuration that runs `rayproject/ray` pods from it as process pods on the bridge network, the venv's
-//! processes on the host (to prove none is left, and to sample their memory), and plain HTTP to a pod-network
-//! address such as a ClusterIP.
+//! Helpers of the end-to-end tests that run real Ray (and Redis) in kube-sim's process pods: the pinned Ray
+//! virtualenv and Debian's redis-server installed by our scripts, kube-sim configured with the bridge pod
+//! network and image mappings, the dashboard read and written through the API server's service proxy,
+//! `kubectl exec` without a client-side deadline, the processes and memory of a run's pods, and plain HTTP
+//! to a pod-network address such as a ClusterIP.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use kube::Client;
 use kube_sim::network::{PodNetworkConfig, PodNetworkMode};
 use kube_sim::runtime::{ImageMapping, RuntimeConfig};
-use kube_sim::{AgentConfig, SimConfig};
+use kube_sim::{AgentConfig, SimConfig, SimHandle};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The image KubeRay's samples run; mapped to the venv, whatever the tag.
-pub const RAY_IMAGE: &str = "rayproject/ray";
-
-/// The pinned Ray virtualenv, installed by our script on first use.
-pub fn ray_venv() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-ray.sh");
+/// Runs one of our install scripts (`scripts/<name>`) and returns the directory it prints last; fails the
+/// test with the script's stderr when it cannot install.
+fn installed_dir(script_name: &str, what: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(script_name);
     let out = Command::new("bash").arg(&script).output().unwrap();
     assert!(
         out.status.success(),
-        "{} failed, so real Ray is not available (PyPI must be reachable on first use):\n{}",
+        "{} failed, so {what} is not available:\n{}",
         script.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -37,63 +40,236 @@ pub fn ray_venv() -> PathBuf {
     )
 }
 
-/// kube-sim with the bridge pod network (pod IPs, ClusterIPs, cluster DNS) and `rayproject/ray` pods run as
-/// real processes from `venv`.
-pub fn real_ray_sim_config(venv: &Path) -> SimConfig {
+/// The pinned Ray virtualenv, installed by `scripts/install-ray.sh` on first use (needs PyPI then).
+pub fn ray_venv() -> PathBuf {
+    installed_dir("install-ray.sh", "real Ray (PyPI must be reachable on first use)")
+}
+
+/// The directory whose `bin/` holds Debian's redis-server, installed by `scripts/install-redis.sh` on first
+/// use (needs root and the Debian archive then).
+pub fn redis_image_dir() -> PathBuf {
+    installed_dir(
+        "install-redis.sh",
+        "redis-server (root and the Debian archive are needed on first use)",
+    )
+}
+
+/// kube-sim with the bridge pod network (cluster DNS, ClusterIPs) running pods whose images `mappings` cover
+/// (`IMAGE=DIR`, run on the host filesystem with `DIR/bin` first on `PATH`) as real processes.
+pub fn real_process_sim_config(mappings: &[(&str, &Path)]) -> SimConfig {
+    let images = mappings
+        .iter()
+        .map(|(image, dir)| ImageMapping::parse(&format!("{image}={}", dir.display()), false).unwrap())
+        .collect();
     SimConfig {
         pod_network: PodNetworkConfig {
             mode: PodNetworkMode::Bridge,
             ..PodNetworkConfig::default()
         },
         agents: AgentConfig {
-            process_runtime: Some(RuntimeConfig::new(vec![
-                ImageMapping::parse(&format!("{RAY_IMAGE}={}", venv.display()), false).unwrap(),
-            ])),
+            process_runtime: Some(RuntimeConfig::new(images)),
             ..AgentConfig::default()
         },
         ..SimConfig::default()
     }
 }
 
-/// The pids of the processes whose command line runs something from `venv` (Ray's GCS, raylet, dashboard,
-/// workers, drivers, the `ray` CLI), with their command lines.
-fn venv_processes(venv: &Path) -> Vec<(u32, String)> {
+/// The image KubeRay's samples run; mapped to the Ray venv, whatever the tag.
+pub const RAY_IMAGE: &str = "rayproject/ray";
+
+/// [`real_process_sim_config`] with `rayproject/ray` pods run from the Ray venv `venv`.
+pub fn real_ray_sim_config(venv: &Path) -> SimConfig {
+    real_process_sim_config(&[(RAY_IMAGE, venv)])
+}
+
+/// Processes whose command line runs something from `venv` (Ray's head, raylet, dashboard, workers).
+pub fn processes_from(venv: &Path) -> Vec<String> {
     let needle = venv.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+    all_processes()
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(&needle))
+        .map(|(_, cmd)| cmd)
+        .collect()
+}
+
+/// Every process on the machine: (pid, command line with spaces for NULs).
+fn all_processes() -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
         .filter_map(|pid| {
             let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             Some((pid, String::from_utf8_lossy(&raw).replace('\0', " ")))
         })
-        .filter(|(_, cmd)| cmd.contains(&needle))
         .collect()
 }
 
-/// Command lines of the processes running something from `venv`.
-pub fn processes_from(venv: &Path) -> Vec<String> {
-    venv_processes(venv).into_iter().map(|(_, cmd)| cmd).collect()
+/// The memory-cgroup prefix of the containers `sim`'s process runtime starts (`/kube-sim.<run id>/`, one
+/// cgroup per container below it), so a process can be attributed to this run and no other.
+pub fn run_cgroup_prefix(sim: &SimHandle) -> String {
+    let runtime = sim.process_runtime().expect("kube-sim runs a process runtime");
+    let run = runtime.state_path().file_name().unwrap().to_string_lossy().into_owned();
+    format!(":memory:/kube-sim.{run}/")
 }
 
-/// Resident memory of one process (`VmRSS`), in bytes; 0 once it is gone.
-fn resident_bytes(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+/// Processes in the containers of the run whose cgroup prefix is `prefix`: (pid, command line).
+pub fn run_processes(prefix: &str) -> Vec<(u32, String)> {
+    all_processes()
+        .into_iter()
+        .filter(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(prefix)))
+        .collect()
+}
+
+/// The value in kB of the line starting with `field` in a `/proc` file, in bytes; 0 when absent (process gone).
+fn proc_kib_field(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
         .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         })
         .map_or(0, |kib| kib * 1024)
 }
 
-/// Samples, once a second on a thread of its own, the summed resident memory of the venv's processes and keeps
-/// the peak. The sum counts pages shared between processes once per process, so it overstates the memory
-/// actually used; it is the figure `ps` users compare.
+/// Samples, once a second on a thread of its own, the memory of a run's pod processes and keeps the peaks of
+/// two sums: PSS (each shared page split among its users: the memory the pods really take) and RSS (each
+/// process' resident set, shared pages counted once per process).
+pub struct PeakMemory {
+    peak_pss: Arc<AtomicU64>,
+    peak_rss: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakMemory {
+    /// Starts sampling the processes in cgroups under `prefix` (see [`run_cgroup_prefix`]).
+    pub fn start(prefix: String) -> Self {
+        let peak_pss = Arc::new(AtomicU64::new(0));
+        let peak_rss = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (pss, rss, s) = (peak_pss.clone(), peak_rss.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let pids: Vec<u32> = run_processes(&prefix).into_iter().map(|(pid, _)| pid).collect();
+                let sum = |file: &str, field: &str| -> u64 {
+                    pids.iter()
+                        .map(|pid| proc_kib_field(&format!("/proc/{pid}/{file}"), field))
+                        .sum()
+                };
+                pss.fetch_max(sum("smaps_rollup", "Pss:"), Ordering::Relaxed);
+                rss.fetch_max(sum("status", "VmRSS:"), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        PeakMemory {
+            peak_pss,
+            peak_rss,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The highest summed PSS seen so far, in MiB.
+    pub fn peak_pss_mib(&self) -> u64 {
+        self.peak_pss.load(Ordering::Relaxed) / (1024 * 1024)
+    }
+
+    /// The highest summed RSS seen so far, in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        self.peak_rss.load(Ordering::Relaxed) / (1024 * 1024)
+    }
+}
+
+impl Drop for PeakMemory {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// This process' peak resident set (`VmHWM`: the test with kube-sim in it), in MiB.
+pub fn own_peak_rss_mib() -> u64 {
+    proc_kib_field("/proc/self/status", "VmHWM:") / (1024 * 1024)
+}
+
+/// The API server's proxy path to `path` on the dashboard port of `cluster`'s head Service in `ns`.
+pub fn dashboard_path(ns: &str, cluster: &str, path: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/services/{cluster}-head-svc:dashboard/proxy{path}")
+}
+
+/// `GET` through the API server (e.g. a [`dashboard_path`]), decoded as JSON; `None` on any failure.
+pub async fn get_json(client: &Client, path: &str) -> Option<Value> {
+    let request = http::Request::get(path).body(Vec::new()).ok()?;
+    let body = client.request_text(request).await.ok()?;
+    serde_json::from_str(&body).ok()
+}
+
+/// `POST` of a JSON body through the API server, decoded as JSON; the error, as text, on any failure.
+pub async fn post_json(client: &Client, path: &str, body: &Value) -> Result<Value, String> {
+    let request = http::Request::post(path)
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(body).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let answer = client
+        .request_text(request)
+        .await
+        .map_err(|e| format!("POST {path}: {e}"))?;
+    serde_json::from_str(&answer).map_err(|e| format!("POST {path} answered {answer:?}: {e}"))
+}
+
+/// The nodes the real dashboard (`/api/v0/nodes`) of `cluster` lists, or `None` while it does not answer.
+pub async fn dashboard_nodes(client: &Client, ns: &str, cluster: &str) -> Option<Vec<Value>> {
+    let doc = get_json(client, &dashboard_path(ns, cluster, "/api/v0/nodes")).await?;
+    doc["data"]["result"]["result"].as_array().cloned()
+}
+
+/// How many of `nodes` are `ALIVE`.
+pub fn alive(nodes: &[Value]) -> usize {
+    nodes.iter().filter(|n| n["state"] == "ALIVE").count()
+}
+
+/// Runs `kubectl exec POD -c CONTAINER -- COMMAND` with a private HOME and no client-side request timeout
+/// (a Ray driver can take longer than the harness' 20 s); echoes it; returns (success, stdout, stderr).
+/// Bounded by `timeout`: kubectl is killed after it.
+pub async fn kubectl_exec(
+    dir: &Path,
+    kubeconfig: &Path,
+    pod: &str,
+    container: &str,
+    command: &[&str],
+    timeout: Duration,
+) -> (bool, String, String) {
+    let run = tokio::process::Command::new("kubectl")
+        .args(["exec", pod, "-c", container, "--"])
+        .args(command)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(timeout, run)
+        .await
+        .unwrap_or_else(|_| panic!("kubectl exec {pod} -- {command:?} still running after {timeout:?}"))
+        .expect("kubectl is installed (see README)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!(
+        "$ kubectl exec {pod} -c {container} -- {}\n{stdout}{stderr}",
+        command.join(" ")
+    );
+    (out.status.success(), stdout, stderr)
+}
+
+/// Samples, once a second on a thread of its own, the summed resident memory (`VmRSS`) of the processes
+/// running something from a venv and keeps the peak. The sum counts pages shared between processes once per
+/// process, so it overstates the memory actually used; it is the figure `ps` users compare. [`PeakMemory`]
+/// measures a run's pods by cgroup instead, with PSS.
 pub struct VenvMemorySampler {
     peak: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -105,10 +281,15 @@ impl VenvMemorySampler {
     pub fn start(venv: &Path) -> Self {
         let (peak, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
         let thread = {
-            let (peak, stop, venv) = (peak.clone(), stop.clone(), venv.to_path_buf());
+            let (peak, stop) = (peak.clone(), stop.clone());
+            let needle = venv.to_string_lossy().into_owned();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let total: u64 = venv_processes(&venv).iter().map(|(pid, _)| resident_bytes(*pid)).sum();
+                    let total: u64 = all_processes()
+                        .iter()
+                        .filter(|(_, cmd)| cmd.contains(&needle))
+                        .map(|(pid, _)| proc_kib_field(&format!("/proc/{pid}/status"), "VmRSS:"))
+                        .sum();
                     peak.fetch_max(total, Ordering::Relaxed);
                     std::thread::sleep(Duration::from_secs(1));
                 }
