@@ -279,7 +279,10 @@ async fn deployment_rolling_update_keeps_min_available_pods() {
     // ever dips to exactly 3 depends on timing (the surge pods may all be Ready before an old pod goes), so
     // only the bound is asserted; `min_ready` was sampled at every pod event of the rollout.
     assert_ne!(min_ready, usize::MAX, "the rollout produced no pod events");
-    assert!(min_ready >= 3, "one pod may be unavailable at a time, not more: {min_ready} Ready at one point");
+    assert!(
+        min_ready >= 3,
+        "one pod may be unavailable at a time, not more: {min_ready} Ready at one point"
+    );
 }
 
 #[tokio::test]

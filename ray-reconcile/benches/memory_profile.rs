@@ -205,7 +205,12 @@ fn per_object_table() {
     let (_one_index, one) = measure(|| index_of(&pods[..1]));
     let (index, all) = measure(|| index_of(&pods));
     assert_eq!(index.len(), CACHED_OBJECTS);
-    print_row("worker pod as a `PodInfo` in the cluster index (what the operator keeps)", pods.len(), one, all);
+    print_row(
+        "worker pod as a `PodInfo` in the cluster index (what the operator keeps)",
+        pods.len(),
+        one,
+        all,
+    );
 
     let clusters: Vec<Vec<u8>> = (0..CACHED_OBJECTS)
         .map(|i| {
@@ -215,7 +220,10 @@ fn per_object_table() {
         })
         .collect();
     let wire = clusters.iter().map(Vec::len).sum::<usize>() as f64 / CACHED_OBJECTS as f64;
-    println!("| RayCluster (benchmark shape), JSON on the wire | {} | - | - |", kib(wire));
+    println!(
+        "| RayCluster (benchmark shape), JSON on the wire | {} | - | - |",
+        kib(wire)
+    );
     row("RayCluster, decoded (what the reflector store holds)", &clusters, |c| {
         serde_json::from_slice::<RayCluster>(c).unwrap()
     });
