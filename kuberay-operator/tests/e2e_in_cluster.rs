@@ -75,23 +75,7 @@ fn chart_values() -> Value {
 /// The bin directory `scripts/install-tools.sh` installs helm 4 and kubectl 1.35 into (once per process).
 fn tools_bin() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let script = repo_root().join("scripts/install-tools.sh");
-        let out = Command::new("bash").arg(&script).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{} failed; this test needs helm and kubectl:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim(),
-        )
-    })
+    DIR.get_or_init(|| common::installed_dir("install-tools.sh", "helm and kubectl (this test needs both)"))
 }
 
 /// The test's files: the image, the kubeconfig, helm's and kubectl's HOME. Removed when the test ends.

@@ -19,6 +19,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
+mod common;
+
 const RELEASE: &str = "kuberay-operator";
 const NAMESPACE: &str = "ray-system";
 const REGENERATE: &str = "run scripts/regenerate-chart.sh";
@@ -33,23 +35,7 @@ fn chart_dir() -> PathBuf {
 
 /// Runs one of our install scripts (once per test process) and returns the directory it prints.
 fn installed(script: &str, cell: &'static OnceLock<PathBuf>) -> &'static Path {
-    cell.get_or_init(|| {
-        let path = repo_root().join("scripts").join(script);
-        let out = Command::new("bash").arg(&path).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{} failed; the chart tests need what it installs:\n{}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim(),
-        )
-    })
+    cell.get_or_init(|| common::installed_dir(script, "what the chart tests need"))
 }
 
 fn helm() -> PathBuf {

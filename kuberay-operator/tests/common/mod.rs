@@ -18,6 +18,28 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 pub mod fuzz;
 pub mod real_ray;
 
+/// Runs one of our install scripts (`scripts/<script_name>`) and returns the directory it prints last; fails
+/// the test with the script's stderr, naming `what` the test needed, when it cannot install.
+pub fn installed_dir(script_name: &str, what: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(script_name);
+    let out = Command::new("bash").arg(&script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} failed, so {what} is not available:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim(),
+    )
+}
+
 /// The real operator binary, running; killed on drop.
 pub struct Operator {
     child: Child,

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,29 +16,9 @@ use kube_sim::network::{PodNetworkConfig, PodNetworkMode};
 use kube_sim::runtime::{ImageMapping, RuntimeConfig};
 use kube_sim::{AgentConfig, SimConfig, SimHandle};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Runs one of our install scripts (`scripts/<name>`) and returns the directory it prints last; fails the
-/// test with the script's stderr when it cannot install.
-fn installed_dir(script_name: &str, what: &str) -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scripts")
-        .join(script_name);
-    let out = Command::new("bash").arg(&script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{} failed, so {what} is not available:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim(),
-    )
-}
+use super::installed_dir;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The pinned Ray virtualenv, installed by `scripts/install-ray.sh` on first use (needs PyPI then).
 pub fn ray_venv() -> PathBuf {
