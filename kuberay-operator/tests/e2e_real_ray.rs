@@ -12,12 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use kube::Api;
-use ray_api::RayCluster;
-
 mod common;
 use common::real_ray::{processes_from, ray_venv, real_process_sim_config};
-use common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_for};
+use common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_cluster_ready, wait_for, wait_no_pods};
 
 const NS: &str = "default";
 const CLUSTER: &str = "raycluster-kuberay";
@@ -43,21 +40,7 @@ async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     let (ok, _, stderr) = kubectl(&env.dir, &env.kubeconfig, &["create", "-f", sample.to_str().unwrap()]);
     assert!(ok, "kubectl create: {stderr}");
 
-    let clusters: Api<RayCluster> = Api::namespaced(env.client.clone(), NS);
-    wait_for(
-        "the sample RayCluster to be ready",
-        Duration::from_secs(240),
-        Duration::from_secs(1),
-        || {
-            let clusters = clusters.clone();
-            async move {
-                let c = clusters.get(CLUSTER).await.ok()?;
-                let state = c.status.as_ref()?.state.clone()?;
-                (serde_json::to_value(&state).ok()? == "ready").then_some(())
-            }
-        },
-    )
-    .await;
+    wait_cluster_ready(&env.client, NS, CLUSTER, Duration::from_secs(240)).await;
     let ready_after = created.elapsed();
 
     let client = env.client.clone();
@@ -92,24 +75,7 @@ async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
         &["delete", "raycluster", CLUSTER, "--wait=false"],
     );
     assert!(ok, "kubectl delete: {stderr}");
-    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(env.client.clone(), NS);
-    wait_for(
-        "every Ray pod to be gone",
-        Duration::from_secs(120),
-        Duration::from_secs(1),
-        || {
-            let pods = pods.clone();
-            async move {
-                pods.list(&Default::default())
-                    .await
-                    .ok()?
-                    .items
-                    .is_empty()
-                    .then_some(())
-            }
-        },
-    )
-    .await;
+    wait_no_pods(&env.client, NS, "", Duration::from_secs(120)).await;
     let left = processes_from(&venv);
     assert!(
         left.is_empty(),

@@ -64,21 +64,7 @@ fn raycluster_doc(docs: &mut [Value]) -> &mut Value {
 
 /// Waits (bounded) for RayCluster `name` to report `ready`.
 async fn wait_ready(client: &Client, name: &str, timeout: Duration) {
-    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
-    wait_for(
-        &format!("RayCluster {name} to be ready"),
-        timeout,
-        Duration::from_secs(1),
-        || {
-            let clusters = clusters.clone();
-            async move {
-                let c = clusters.get(name).await.ok()?;
-                let state = c.status.as_ref()?.state.clone()?;
-                (serde_json::to_value(&state).ok()? == "ready").then_some(())
-            }
-        },
-    )
-    .await;
+    common::wait_cluster_ready(client, NS, name, timeout).await;
 }
 
 /// The running head pod of `cluster`.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::ListParams;
 use ray_api::{RayCluster, RayJob, RayService};
@@ -626,24 +626,7 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
         let (ok, _, stderr) = sim.kubectl(&["delete", kind, "--all", "--wait=false"]);
         assert!(ok, "kubectl delete {kind}: {stderr}");
     }
-    let pods: Api<Pod> = Api::namespaced(sim.env.client.clone(), NS);
-    common::wait_for(
-        "every pod to be gone",
-        Duration::from_secs(180),
-        Duration::from_secs(1),
-        || {
-            let pods = pods.clone();
-            async move {
-                pods.list(&Default::default())
-                    .await
-                    .ok()?
-                    .items
-                    .is_empty()
-                    .then_some(())
-            }
-        },
-    )
-    .await;
+    common::wait_no_pods(&sim.env.client, NS, "", Duration::from_secs(180)).await;
     let left = processes_from(&venv);
     assert!(
         left.is_empty(),

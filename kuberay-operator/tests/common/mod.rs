@@ -202,6 +202,45 @@ where
 }
 
 /// Creates our four CRDs through the client.
+/// Whether RayCluster `name` in `ns` reports `state: ready` (a [`wait_for`] check).
+pub async fn cluster_ready(client: &Client, ns: &str, name: &str) -> Option<()> {
+    let cluster = Api::<ray_api::RayCluster>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .ok()?;
+    let state = cluster.status?.state?;
+    (serde_json::to_value(&state).ok()? == "ready").then_some(())
+}
+
+/// Waits (bounded by `timeout`) until RayCluster `name` in `ns` is ready.
+pub async fn wait_cluster_ready(client: &Client, ns: &str, name: &str, timeout: Duration) {
+    wait_for(
+        &format!("RayCluster {ns}/{name} to be ready"),
+        timeout,
+        Duration::from_secs(1),
+        || cluster_ready(client, ns, name),
+    )
+    .await;
+}
+
+/// Waits (bounded by `timeout`) until no pod matching `labels` (every pod for `""`) is left in `ns`.
+pub async fn wait_no_pods(client: &Client, ns: &str, labels: &str, timeout: Duration) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let what = format!("no pod matching {labels:?} in {ns}");
+    wait_for(&what, timeout, Duration::from_millis(500), || {
+        let pods = pods.clone();
+        async move {
+            pods.list(&ListParams::default().labels(labels))
+                .await
+                .ok()?
+                .items
+                .is_empty()
+                .then_some(())
+        }
+    })
+    .await;
+}
+
 pub async fn install_crds(client: &Client) {
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(client.clone());
