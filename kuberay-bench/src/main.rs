@@ -39,8 +39,28 @@ const KUBERAY_DEFAULT_QPS: f64 = 100.0;
 /// See [`KUBERAY_DEFAULT_QPS`].
 const KUBERAY_DEFAULT_BURST: i64 = 200;
 
+/// A named scale run: a shape someone published figures for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Preset {
+    /// KubeRay's own scale test (its clusterloader2 run on GKE): 10,000 RayClusters of 3 workers, 40,000
+    /// pods, on 2,000 nodes, at unlimited client rate. KubeRay had them all ready after 1,515 s.
+    KuberayScaleTest,
+}
+
+impl Preset {
+    /// `(clusters, workers per cluster, nodes, qps)`.
+    fn shape(self) -> (usize, usize, usize, f64) {
+        match self {
+            Preset::KuberayScaleTest => (10_000, 3, 2_000, -1.0),
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct ScaleArgs {
+    /// A published shape; sets the clusters, workers, nodes and QPS (which may then not be given).
+    #[arg(long, value_enum, conflicts_with_all = ["clusters", "workers_per_cluster", "nodes", "qps"])]
+    preset: Option<Preset>,
     /// RayClusters to create.
     #[arg(long, default_value_t = 10)]
     clusters: usize,
@@ -54,6 +74,10 @@ struct ScaleArgs {
     /// (100 / 200) and unlimited.
     #[arg(long, allow_negative_numbers = true)]
     qps: Option<f64>,
+    /// The operator's `--reconcile-concurrency`; a comma-separated list runs each value in turn (with every
+    /// client-rate setting).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    reconcile_concurrency: Vec<u16>,
     /// The operator's `--burst` (default 200).
     #[arg(long, allow_negative_numbers = true)]
     burst: Option<i64>,
@@ -72,11 +96,29 @@ struct ScaleArgs {
 }
 
 impl ScaleArgs {
-    fn settings(&self) -> Vec<(f64, i64)> {
-        match self.qps {
+    /// `(clusters, workers per cluster, nodes)`, from the preset if one is given.
+    fn shape(&self) -> (usize, usize, usize) {
+        match self.preset.map(Preset::shape) {
+            Some((clusters, workers, nodes, _)) => (clusters, workers, nodes),
+            None => (self.clusters, self.workers_per_cluster, self.nodes),
+        }
+    }
+
+    fn settings(&self) -> Vec<scale::Setting> {
+        let rates = match self.qps.or(self.preset.map(|p| p.shape().3)) {
             Some(qps) => vec![(qps, self.burst.unwrap_or(KUBERAY_DEFAULT_BURST))],
             None => vec![(KUBERAY_DEFAULT_QPS, KUBERAY_DEFAULT_BURST), (-1.0, -1)],
-        }
+        };
+        self.reconcile_concurrency
+            .iter()
+            .flat_map(|&concurrency| {
+                rates.iter().map(move |&(qps, burst)| scale::Setting {
+                    qps,
+                    burst,
+                    concurrency,
+                })
+            })
+            .collect()
     }
 }
 
@@ -197,10 +239,11 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
 async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
     let operator = operator::resolve_binary(args.operator.as_deref())?;
     let work_dir = run::ensure_dir(&args.output.join("work"))?;
+    let (clusters, workers_per_cluster, nodes) = args.shape();
     let options = scale::ScaleOptions {
-        clusters: args.clusters,
-        workers_per_cluster: args.workers_per_cluster,
-        nodes: args.nodes,
+        clusters,
+        workers_per_cluster,
+        nodes,
         settings: args.settings(),
         bare_clients: args.bare_clients,
         timeout: Duration::from_secs(args.timeout),
@@ -268,13 +311,64 @@ mod tests {
             (args.clusters, args.workers_per_cluster, args.nodes),
             (10, 5_000, 2_000)
         );
-        assert_eq!(args.settings(), vec![(100.0, 200), (-1.0, -1)]);
+        let setting = |qps, burst, concurrency| scale::Setting {
+            qps,
+            burst,
+            concurrency,
+        };
+        assert_eq!(args.settings(), vec![setting(100.0, 200, 1), setting(-1.0, -1, 1)]);
         let Some(Command::Scale(args)) = Cli::try_parse_from(["kuberay-bench", "scale", "--qps", "-1"])
             .unwrap()
             .command
         else {
             panic!("scale subcommand")
         };
-        assert_eq!(args.settings(), vec![(-1.0, 200)]);
+        assert_eq!(args.settings(), vec![setting(-1.0, 200, 1)]);
+        let Some(Command::Scale(args)) = Cli::try_parse_from([
+            "kuberay-bench",
+            "scale",
+            "--qps",
+            "-1",
+            "--reconcile-concurrency",
+            "1,16",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("scale subcommand")
+        };
+        assert_eq!(args.settings(), vec![setting(-1.0, 200, 1), setting(-1.0, 200, 16)]);
+    }
+
+    #[test]
+    fn the_kuberay_scale_test_preset_is_its_published_shape() {
+        let Some(Command::Scale(args)) =
+            Cli::try_parse_from(["kuberay-bench", "scale", "--preset", "kuberay-scale-test"])
+                .unwrap()
+                .command
+        else {
+            panic!("scale subcommand")
+        };
+        assert_eq!(args.shape(), (10_000, 3, 2_000));
+        assert_eq!(
+            args.settings(),
+            vec![scale::Setting {
+                qps: -1.0,
+                burst: 200,
+                concurrency: 1
+            }]
+        );
+        assert!(
+            Cli::try_parse_from([
+                "kuberay-bench",
+                "scale",
+                "--preset",
+                "kuberay-scale-test",
+                "--clusters",
+                "5"
+            ])
+            .is_err(),
+            "a preset fixes the shape"
+        );
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use futures::StreamExt;
 use kube::api::{Api, PostParams};
 use kube_sim::{Gvr, ListOptions, SimHandle};
 use ray_api::RayCluster;
@@ -35,8 +36,8 @@ pub struct ScaleOptions {
     pub workers_per_cluster: usize,
     /// Hollow nodes.
     pub nodes: usize,
-    /// `(qps, burst)` settings to run the operator with, in order; a negative QPS is unlimited.
-    pub settings: Vec<(f64, i64)>,
+    /// The settings to run the operator with, in order.
+    pub settings: Vec<Setting>,
     /// Concurrent creators of the bare-client ceiling run.
     pub bare_clients: usize,
     /// Longest wait for one phase.
@@ -52,6 +53,17 @@ impl ScaleOptions {
     pub fn pods(&self) -> usize {
         self.clusters * (self.workers_per_cluster + 1)
     }
+}
+
+/// One way of running the operator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Setting {
+    /// `--qps`; negative is unlimited.
+    pub qps: f64,
+    /// `--burst`.
+    pub burst: i64,
+    /// `--reconcile-concurrency`.
+    pub concurrency: u16,
 }
 
 /// The timings of one phase (the bare client, or the operator at one setting).
@@ -106,8 +118,8 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
     let bare = bare_client_phase(options).await?;
     print_phase(&bare, None);
     let mut operator = Vec::new();
-    for (index, &(qps, burst)) in options.settings.iter().enumerate() {
-        let phase = operator_phase(options, index, qps, burst).await?;
+    for (index, setting) in options.settings.iter().enumerate() {
+        let phase = operator_phase(options, index, setting).await?;
         print_phase(&phase, Some(&bare));
         operator.push(phase);
     }
@@ -121,13 +133,25 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
 }
 
 /// The flags that give one setting, and its label.
-fn setting_flags(qps: f64, burst: i64) -> (Vec<String>, String) {
-    let flags = vec![format!("--qps={qps}"), format!("--burst={burst}")];
-    let label = if qps < 0.0 {
+fn setting_flags(setting: &Setting) -> (Vec<String>, String) {
+    let Setting {
+        qps,
+        burst,
+        concurrency,
+    } = *setting;
+    let flags = vec![
+        format!("--qps={qps}"),
+        format!("--burst={burst}"),
+        format!("--reconcile-concurrency={concurrency}"),
+    ];
+    let mut label = if qps < 0.0 {
         "operator, unlimited (--qps=-1)".to_owned()
     } else {
         format!("operator, --qps {qps} --burst {burst}")
     };
+    if concurrency != 1 {
+        label.push_str(&format!(", --reconcile-concurrency {concurrency}"));
+    }
     (flags, label)
 }
 
@@ -221,14 +245,14 @@ async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult
     Ok(result)
 }
 
-async fn operator_phase(options: &ScaleOptions, index: usize, qps: f64, burst: i64) -> anyhow::Result<PhaseResult> {
+async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting) -> anyhow::Result<PhaseResult> {
     let mut sim = start_sim(options).await?;
     let client = sim.client();
     run::install_crds(&client).await?;
     let kubeconfig = options.work_dir.join(format!("kubeconfig-scale-{index}"));
     sim.write_kubeconfig(&kubeconfig)
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
-    let (flags, label) = setting_flags(qps, burst);
+    let (flags, label) = setting_flags(setting);
     let mut operator = Operator::spawn(
         &options.operator,
         &kubeconfig,
@@ -241,12 +265,24 @@ async fn operator_phase(options: &ScaleOptions, index: usize, qps: f64, burst: i
 
     let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
     let started = Instant::now();
-    for index in 0..options.clusters {
-        let cluster = scale_cluster(index, options.workers_per_cluster)?;
-        api.create(&PostParams::default(), &cluster)
-            .await
-            .with_context(|| format!("creating RayCluster {index}"))?;
+    // Timed, unlike the bare client's: the operator cannot start before its RayClusters exist. They are
+    // created with as many concurrent creators as the bare client has, so that 10,000 of them do not
+    // serialise on one connection's round trips.
+    let mut creates = futures::stream::iter(0..options.clusters)
+        .map(|index| {
+            let api = api.clone();
+            async move {
+                let cluster = scale_cluster(index, options.workers_per_cluster)?;
+                api.create(&PostParams::default(), &cluster)
+                    .await
+                    .with_context(|| format!("creating RayCluster {index}"))
+            }
+        })
+        .buffer_unordered(options.bare_clients.max(1));
+    while let Some(created) = creates.next().await {
+        created?;
     }
+    drop(creates);
     let (mut all_created, mut all_running, mut all_ready) = (None, None, None);
     let deadline = started + options.timeout;
     let mut last_report = Instant::now();
@@ -439,12 +475,17 @@ mod tests {
 
     #[test]
     fn settings_are_labelled_with_their_flags() {
-        let (flags, label) = setting_flags(100.0, 200);
-        assert_eq!(flags, vec!["--qps=100", "--burst=200"]);
+        let setting = |qps, burst, concurrency| Setting {
+            qps,
+            burst,
+            concurrency,
+        };
+        let (flags, label) = setting_flags(&setting(100.0, 200, 1));
+        assert_eq!(flags, vec!["--qps=100", "--burst=200", "--reconcile-concurrency=1"]);
         assert_eq!(label, "operator, --qps 100 --burst 200");
-        let (flags, label) = setting_flags(-1.0, -1);
-        assert_eq!(flags, vec!["--qps=-1", "--burst=-1"]);
-        assert!(label.contains("unlimited"));
+        let (flags, label) = setting_flags(&setting(-1.0, -1, 16));
+        assert_eq!(flags, vec!["--qps=-1", "--burst=-1", "--reconcile-concurrency=16"]);
+        assert_eq!(label, "operator, unlimited (--qps=-1), --reconcile-concurrency 16");
     }
 
     #[test]
