@@ -20,13 +20,14 @@ use crate::mtls::MtlsFeed;
 use crate::runtime_util::{
     StopSignal, custom_resource_watch_config, run_per_scope, scoped_api as api, strip_unread_metadata,
 };
+use crate::stored::Stored;
 use futures::{Stream, StreamExt, TryStreamExt, future, stream};
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::utils::{Predicate, predicates};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use ray_api::RayCluster;
 use ray_api::constants::RAY_CLUSTER_LABEL;
 use serde::de::DeserializeOwned;
@@ -86,7 +87,7 @@ fn child_triggers<T>(
     index: ClusterIndex<T>,
     unreadable: UnreadableReporter,
     on_touched: impl Fn(&[ClusterKey], bool) + Send + 'static,
-) -> impl Stream<Item = ObjectRef<RayCluster>> + Send + 'static
+) -> impl Stream<Item = ObjectRef<Stored<RayCluster>>> + Send + 'static
 where
     T: Compact,
     T::Source: kube::Resource + FromMetadata + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -115,7 +116,7 @@ where
         .flatten()
 }
 
-fn cluster_ref(key: ClusterKey) -> ObjectRef<RayCluster> {
+fn cluster_ref(key: ClusterKey) -> ObjectRef<Stored<RayCluster>> {
     ObjectRef::new(&key.name).within(&key.namespace)
 }
 
@@ -156,7 +157,7 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         |_, _| {},
     );
 
-    let (reader, writer) = reflector::store();
+    let (reader, writer) = reflector::store::<Stored<RayCluster>>();
     let forget = Arc::clone(&ctx);
     let feed = config.cluster_feed.clone();
     let mtls = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
@@ -166,7 +167,6 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         watcher(api::<Decoded<RayCluster>>(client, ns), custom_resource_watch_config()).default_backoff();
     let clusters = readable_events(cluster_events, UnreadableReporter::new::<RayCluster>(recorder, gauge))
         .modify(strip_unread_metadata)
-        .reflect(writer)
         .inspect_ok(move |event| match event {
             watcher::Event::Delete(cluster) => {
                 forget.forget_cluster(cluster);
@@ -184,6 +184,8 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
             watcher::Event::Init => info!(watch = "rayclusters", "{WATCH_LIST_LOG}"),
             watcher::Event::InitDone => {}
         })
+        .try_filter_map(|event| future::ready(Ok(stored_event(event))))
+        .reflect(writer)
         .applied_objects()
         .predicate_filter(
             predicates::generation
@@ -221,16 +223,36 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
 
 /// Whether deletion started (a finalizer-held cluster must be reconciled when it is marked even if
 /// the server does not bump its generation).
-fn deletion_marked(cluster: &RayCluster) -> Option<u64> {
-    Some(u64::from(cluster.metadata.deletion_timestamp.is_some()))
+fn deletion_marked(cluster: &Stored<RayCluster>) -> Option<u64> {
+    Some(u64::from(cluster.meta().deletion_timestamp.is_some()))
+}
+
+/// A watch event with its cluster in the compact form the store keeps ([`Stored`]). A deletion always
+/// passes (its metadata is all the store needs to drop the cluster); a cluster that cannot be re-serialised
+/// (not expected: it was just decoded) is left out with a warning, as an unreadable one is.
+fn stored_event(event: watcher::Event<RayCluster>) -> Option<watcher::Event<Stored<RayCluster>>> {
+    let keep = |cluster: RayCluster| {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        Stored::new(cluster)
+            .inspect_err(|e| warn!(raycluster = %name, error = %e, "cannot keep the RayCluster in the store"))
+            .ok()
+    };
+    Some(match event {
+        watcher::Event::Apply(cluster) => watcher::Event::Apply(keep(cluster)?),
+        watcher::Event::InitApply(cluster) => watcher::Event::InitApply(keep(cluster)?),
+        watcher::Event::Delete(cluster) => watcher::Event::Delete(Stored::deleted(cluster)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    })
 }
 
 /// Reconcile once the child indexes hold their initial lists (planning from a partial pod list
 /// would create duplicate pods).
-async fn reconcile_when_synced(cluster: Arc<RayCluster>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn reconcile_when_synced(cluster: Arc<Stored<RayCluster>>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     if !ctx.pods.is_ready() || !ctx.services.is_ready() {
         return Ok(Action::requeue(SYNC_RETRY));
     }
-    // `executor::reconcile` opens the per-reconcile span (raycluster, namespace).
-    executor::reconcile(cluster, ctx).await
+    // The pass works on the whole cluster, decoded for it alone. `executor::reconcile` opens the
+    // per-reconcile span (raycluster, namespace).
+    executor::reconcile(Arc::new(cluster.decode()?), ctx).await
 }

@@ -78,6 +78,9 @@ pub enum ReconcileError {
     /// The status could not be serialised.
     #[error("status serialisation failed: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The cluster as the store keeps it did not decode again.
+    #[error(transparent)]
+    Stored(#[from] crate::stored::StoredDecodeError),
 }
 
 impl From<crate::status_writer::StatusWriteError> for ReconcileError {

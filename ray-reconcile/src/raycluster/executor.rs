@@ -17,13 +17,13 @@ use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
 use crate::kube_errors::is_not_found;
 use crate::metrics::{ClusterLabels, ControllerMetrics};
+use crate::recorder::EventRecorder;
 use crate::runtime_util::{backoff_delay, publish_event};
 use crate::status_writer::{self, MergeShape, StatusWrite};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::Recorder;
 use kube::{Client, Resource, ResourceExt};
 use ray_api::RayCluster;
 use ray_api::constants::{
@@ -60,7 +60,7 @@ pub struct Context {
     /// Scale expectations.
     pub expectations: ScaleExpectations,
     /// Event recorder (`raycluster-controller`).
-    pub recorder: Recorder,
+    pub recorder: EventRecorder,
     /// Per-cluster event budget (client-go's spam filter), applied before the recorder.
     pub event_filter: EventSpamFilter,
     /// Metrics.
@@ -84,7 +84,7 @@ impl Context {
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(client.clone(), reporter),
             event_filter: EventSpamFilter::default(),
             client,
             config,
@@ -239,10 +239,11 @@ fn event_budget_key(key: &ClusterKey) -> String {
     format!("{}/{}", key.namespace, key.name)
 }
 
-/// What the controller does after a failed pass.
-pub fn error_policy(cluster: Arc<RayCluster>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let delay = ctx.backoff(&cluster_key(&cluster));
-    warn!(raycluster = %cluster.name_any(), error = %error, retry_in = ?delay, "reconcile failed");
+/// What the controller does after a failed pass (`cluster` as the store keeps it: only its name is read).
+pub fn error_policy<K: Resource>(cluster: Arc<K>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let key = ClusterKey::new(cluster.namespace().unwrap_or_default(), cluster.name_any());
+    let delay = ctx.backoff(&key);
+    warn!(raycluster = %key.name, error = %error, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
