@@ -21,11 +21,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::recorder::EventRecorder;
 use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::runtime::events::Recorder;
 use kube::runtime::watcher;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -263,7 +263,7 @@ type ObjectKey = (String, String);
 pub struct UnreadableReporter {
     kind: String,
     api_version: String,
-    recorder: Option<Recorder>,
+    recorder: Option<EventRecorder>,
     gauge: UndecodableGauge,
     /// The resourceVersion last reported of each currently unreadable object.
     reported: Arc<Mutex<HashMap<ObjectKey, String>>>,
@@ -289,7 +289,7 @@ pub enum ReportOutcome {
 impl UnreadableReporter {
     /// A reporter for objects of `K`; Events go through `recorder` when one is given (tests and tools may
     /// leave it out).
-    pub fn new<K>(recorder: Option<Recorder>, gauge: UndecodableGauge) -> Self
+    pub fn new<K>(recorder: Option<EventRecorder>, gauge: UndecodableGauge) -> Self
     where
         K: Resource,
         K::DynamicType: Default,

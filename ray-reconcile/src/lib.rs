@@ -19,10 +19,10 @@
 //! - [`admission`]: KubeRay's validating webhooks, one AdmissionReview in and out, without I/O.
 //!
 //! What the controllers share stays at the root: settings ([`config`]), events ([`events`],
-//! [`event_filter`]), metrics ([`metrics`]), status conditions ([`conditions`]), the runtime
+//! [`event_filter`], [`recorder`]), metrics ([`metrics`]), status conditions ([`conditions`]), the runtime
 //! plumbing ([`runtime_util`]), what an API error means ([`kube_errors`]), the one way to write
-//! finalizers ([`finalizers`]) and status ([`status_writer`]), and PodGroup sync
-//! ([`pod_group_sync`]).
+//! finalizers ([`finalizers`]) and status ([`status_writer`]), PodGroup sync ([`pod_group_sync`]), how
+//! watches read objects ([`decode`]) and how stores keep them ([`stored`]).
 
 pub mod admission;
 pub mod cluster_feed;
@@ -42,7 +42,9 @@ pub mod raycronjob;
 pub mod rayjob;
 pub mod rayservice;
 pub mod rbac;
+pub mod recorder;
 pub mod runtime_util;
 pub mod status_writer;
+pub mod stored;
 
 pub use config::{FeatureGates, ReconcileConfig};

@@ -7,11 +7,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use crate::recorder::EventRecorder;
 use futures::Stream;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::core::PartialObjectMeta;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client};
 use serde::de::DeserializeOwned;
@@ -193,7 +194,7 @@ pub fn object_key<K: kube::Resource>(object: &K) -> ObjectKey {
 
 /// Publishes `spec` as an event about `regarding` through `recorder`. Events are best effort: a failure to
 /// publish is only logged.
-pub async fn publish_event(recorder: &Recorder, regarding: &ObjectReference, spec: EventSpec) {
+pub async fn publish_event(recorder: &EventRecorder, regarding: &ObjectReference, spec: EventSpec) {
     let event = Event {
         type_: match spec.severity {
             Severity::Normal => EventType::Normal,

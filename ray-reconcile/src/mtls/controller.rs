@@ -13,12 +13,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
@@ -61,7 +62,7 @@ pub enum MtlsError {
 /// Shared state of the mTLS controller.
 pub struct MtlsContext {
     client: Client,
-    recorder: Recorder,
+    recorder: EventRecorder,
     /// The operator's `CLUSTER_DOMAIN` (empty: `cluster.local`), for the head certificate's FQDN.
     cluster_domain: String,
     /// Latest pod IPs per tracked cluster (from the feed).
@@ -76,7 +77,7 @@ impl MtlsContext {
             instance: std::env::var("POD_NAME").ok(),
         };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: EventRecorder::new(client.clone(), reporter),
             client,
             cluster_domain,
             pod_ips: Mutex::default(),

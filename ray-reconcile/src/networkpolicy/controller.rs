@@ -11,11 +11,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
 use kube::{Client, Resource, ResourceExt};
 use ray_api::RayCluster;
@@ -71,7 +72,7 @@ pub enum NetworkPolicyError {
 /// Shared state of the controller.
 pub struct NetworkPolicyContext {
     client: Client,
-    recorder: Recorder,
+    recorder: EventRecorder,
     failures: FailureBackoff,
 }
 
@@ -82,7 +83,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let ctx = Arc::new(NetworkPolicyContext {
-        recorder: Recorder::new(
+        recorder: EventRecorder::new(
             client.clone(),
             Reporter {
                 controller: NETWORKPOLICY_CONTROLLER.to_owned(),

@@ -11,12 +11,13 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector;
 use kube::{Client, Resource, ResourceExt};
 use ray_api::raycronjob::RayCronJobStatus;
@@ -72,7 +73,7 @@ pub enum RayCronJobError {
 /// Shared state of the controller.
 pub struct RayCronJobContext {
     client: Client,
-    recorder: Recorder,
+    recorder: EventRecorder,
     config: RayCronJobControllerConfig,
     /// The operator's own zone (schedules without `spec.timeZone`).
     local_zone: TimeZone,
@@ -98,7 +99,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let ctx = Arc::new(RayCronJobContext {
-        recorder: Recorder::new(
+        recorder: EventRecorder::new(
             client.clone(),
             Reporter {
                 controller: RAYCRONJOB_CONTROLLER.to_owned(),

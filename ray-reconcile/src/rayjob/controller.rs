@@ -7,13 +7,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::PostParams;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{reflector, watcher};
 use kube::{Client, ResourceExt};
 use ray_api::RayJob;
@@ -78,7 +79,7 @@ pub struct RayJobContext {
     /// Random suffixes of generated cluster names.
     pub(super) suffixes: Mutex<SeededSuffix>,
     /// Event recorder (`rayjob-controller`).
-    pub(super) recorder: Recorder,
+    pub(super) recorder: EventRecorder,
 }
 
 impl RayJobContext {
@@ -101,7 +102,7 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         dashboard: DashboardClient::new(client.clone()),
         config: config.clone(),
         suffixes: Mutex::new(SeededSuffix::new(seed)),
-        recorder: Recorder::new(
+        recorder: EventRecorder::new(
             client.clone(),
             Reporter {
                 controller: RAYJOB_CONTROLLER.to_owned(),

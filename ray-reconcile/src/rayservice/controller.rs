@@ -9,12 +9,13 @@ use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Client, Resource, ResourceExt};
 use ray_api::RayService;
@@ -77,7 +78,7 @@ pub struct RayServiceContext {
     pub(super) client: Client,
     pub(super) config: RayServiceControllerConfig,
     pub(super) serve: ServeClient,
-    pub(super) recorder: Recorder,
+    pub(super) recorder: EventRecorder,
     pub(super) suffixes: Mutex<SeededSuffix>,
     /// `<ns>/<rs>` → cluster → the last serveConfigV2 submitted to it.
     pub(super) serve_configs: Mutex<HashMap<ServiceKey, BTreeMap<String, String>>>,
@@ -163,7 +164,7 @@ pub async fn run(
     let ctx = Arc::new(RayServiceContext {
         client: client.clone(),
         serve: ServeClient::new(client.clone()),
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: EventRecorder::new(client.clone(), reporter),
         config: config.clone(),
         suffixes: Mutex::new(SeededSuffix::new(seed)),
         serve_configs: Mutex::new(HashMap::new()),
