@@ -26,6 +26,7 @@ use ray_reconcile::raycluster::plan::PodAction;
 use ray_reconcile::raycluster::podgen::PodGenSettings;
 use ray_reconcile::raycluster::slim::SlimPod;
 use ray_reconcile::raycluster::{plan, status};
+use ray_reconcile::stored::Stored;
 use serde_json::{Value, json};
 
 mod fixtures;
@@ -224,9 +225,14 @@ fn per_object_table() {
         "| RayCluster (benchmark shape), JSON on the wire | {} | - | - |",
         kib(wire)
     );
-    row("RayCluster, decoded (what the reflector store holds)", &clusters, |c| {
+    row("RayCluster, fully decoded", &clusters, |c| {
         serde_json::from_slice::<RayCluster>(c).unwrap()
     });
+    row(
+        "RayCluster as the store keeps it (`Stored`: metadata decoded, spec and status as text)",
+        &clusters,
+        |c| Stored::new(serde_json::from_slice::<RayCluster>(c).unwrap()).unwrap(),
+    );
     println!();
 }
 
