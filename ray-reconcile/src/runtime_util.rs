@@ -192,8 +192,8 @@ pub fn object_key<K: kube::Resource>(object: &K) -> ObjectKey {
     )
 }
 
-/// Publishes `spec` as an event about `regarding` through `recorder`. Events are best effort: a failure to
-/// publish is only logged.
+/// Publishes `spec` as an event about `regarding` through `recorder`, in the background: the caller does not
+/// wait for the API server, and events are best effort (a failure to publish is only logged).
 pub async fn publish_event(recorder: &EventRecorder, regarding: &ObjectReference, spec: EventSpec) {
     let event = Event {
         type_: match spec.severity {
@@ -205,9 +205,7 @@ pub async fn publish_event(recorder: &EventRecorder, regarding: &ObjectReference
         action: spec.action.to_owned(),
         secondary: None,
     };
-    if let Err(e) = recorder.publish(&event, regarding).await {
-        debug!(error = %e, "failed to publish event");
-    }
+    recorder.enqueue(event, regarding.clone());
 }
 
 /// The `for_each` sink of a controller's results that only notes failed passes at debug level (the
