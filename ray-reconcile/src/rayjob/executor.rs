@@ -26,6 +26,7 @@ use super::controller::RayJobContext;
 use super::dashboard::{DashboardTarget, job_submit_request};
 use super::error::RayJobError;
 use super::events::{self, reason};
+use super::job_info::AWAITING_ANSWER_REQUEUE;
 use super::plan::RayJobPlan;
 use super::plan::{
     DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanError, SidecarObservation, SubmitterObservation,
@@ -56,6 +57,8 @@ struct Observed {
     target: Option<DashboardTarget>,
     /// The Ray job as the dashboard reports it (queried only while `Running`).
     dashboard: DashboardObservation,
+    /// The job-info answer is not in yet: the pass waits for the query in flight.
+    awaiting_answer: bool,
     /// The SidecarMode submitter container (read only while `Running`).
     sidecar: Option<SidecarObservation>,
     /// When the pass observed.
@@ -131,7 +134,11 @@ impl<'a> Pass<'a> {
         }
         self.record_deployment_status(&plan);
         self.follow_job_info(&observed, &plan.status);
-        Ok(plan.requeue.map_or_else(Action::await_change, Action::requeue))
+        let requeue = match plan.requeue {
+            Some(after) if observed.awaiting_answer => Some(after.max(AWAITING_ANSWER_REQUEUE)),
+            other => other,
+        };
+        Ok(requeue.map_or_else(Action::await_change, Action::requeue))
     }
 
     /// The key of the RayJob's background job-info queries.
@@ -170,10 +177,12 @@ impl<'a> Pass<'a> {
         if deleting {
             self.ctx.job_info.forget(&self.key());
         }
-        let dashboard = match (&target, running && !job_id.is_empty() && !deleting) {
-            (Some(target), true) => self.ctx.job_info.take(&self.key(), &job_id, target),
-            _ => DashboardObservation::NotQueried,
+        let answer = match (&target, running && !job_id.is_empty() && !deleting) {
+            (Some(target), true) => Some(self.ctx.job_info.take(&self.key(), &job_id, target)),
+            _ => None,
         };
+        let awaiting_answer = matches!(answer, Some(None));
+        let dashboard = answer.flatten().unwrap_or_default();
         let sidecar = match (
             &cluster,
             running && self.job.spec.submission_mode() == JobSubmissionMode::SidecarMode,
@@ -186,6 +195,7 @@ impl<'a> Pass<'a> {
             submitter,
             target,
             dashboard,
+            awaiting_answer,
             sidecar,
             now: Timestamp::now(),
         })

@@ -7,8 +7,9 @@
 //!   wait for a slot in the order they were started).
 //! - A pass [`JobInfoQueries::take`]s the answer (each answer is read once, by one pass, as a fresh query
 //!   was read before). When there is none yet the pass plans with
-//!   [`DashboardObservation::NotQueried`] (wait and requeue), a query starts if none is in flight, and its
-//!   answer triggers a reconcile of the RayJob (through [`JobInfoQueries::completions`]).
+//!   [`DashboardObservation::NotQueried`] (wait), a query starts if none is in flight, and its answer
+//!   triggers a reconcile of the RayJob (through [`JobInfoQueries::completions`]); the pass's own requeue
+//!   is only a fallback ([`AWAITING_ANSWER_REQUEUE`]).
 //! - After a pass that leaves the RayJob Running, [`JobInfoQueries::prefetch`] starts the next query so its
 //!   answer is ready for the next (requeued) pass; that answer triggers nothing by itself. It starts after
 //!   the pass's actions, so an HTTPMode submission is never answered by a query that raced it.
@@ -17,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
@@ -24,7 +26,7 @@ use ray_api::RayJob;
 use tokio::sync::{Semaphore, broadcast};
 use tracing::warn;
 
-use super::dashboard::{DashboardClient, DashboardTarget};
+use super::dashboard::{DashboardClient, DashboardTarget, PROXY_TIMEOUT};
 use super::plan::DashboardObservation;
 use crate::runtime_util::ObjectKey;
 
@@ -32,6 +34,11 @@ use crate::runtime_util::ObjectKey;
 pub const MAX_QUERIES_IN_FLIGHT: usize = 256;
 /// Answers a subscriber may fall behind before it skips some (it then relies on the pass's requeue).
 pub const COMPLETION_FEED_CAPACITY: usize = 1024;
+/// The requeue of a pass that waits for a query in flight: its answer triggers the next pass, at the latest
+/// when the client's timeout turns it into an error answer; this only covers an answer whose trigger was
+/// skipped. Requeueing every 3 s instead would run passes that have nothing new to read, several per
+/// query on a slow dashboard.
+pub const AWAITING_ANSWER_REQUEUE: Duration = PROXY_TIMEOUT.saturating_add(Duration::from_secs(3));
 
 /// One RayJob's query state.
 #[derive(Debug)]
@@ -156,16 +163,21 @@ impl JobInfoQueries {
     }
 
     /// The answer about `job_id` the last query left for the RayJob `key` (read once); without one,
-    /// [`DashboardObservation::NotQueried`], and a query is started unless one is in flight.
-    pub fn take(self: &Arc<Self>, key: &ObjectKey, job_id: &str, target: &DashboardTarget) -> DashboardObservation {
+    /// `None`, and a query is started unless one is in flight (its answer will trigger a reconcile).
+    pub fn take(
+        self: &Arc<Self>,
+        key: &ObjectKey,
+        job_id: &str,
+        target: &DashboardTarget,
+    ) -> Option<DashboardObservation> {
         let taken = self.table().take(key, job_id);
         match taken {
-            Take::Answer(answer) => answer,
+            Take::Answer(answer) => Some(answer),
             Take::Start(generation) => {
                 self.spawn(key.clone(), job_id.to_owned(), target.clone(), generation);
-                DashboardObservation::NotQueried
+                None
             }
-            Take::Pending => DashboardObservation::NotQueried,
+            Take::Pending => None,
         }
     }
 
