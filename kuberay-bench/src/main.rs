@@ -3,9 +3,11 @@
 //! `kuberay-bench memory` replays KubeRay's three memory experiments (`shared/bench/README.md`) against the
 //! real `kuberay-operator` release binary and compares its resident memory with KubeRay's published v0.6.0
 //! figures. With no arguments it runs `memory --experiment all`. `kuberay-bench scale` measures many large
-//! RayClusters on many hollow nodes against a bare client's pod-creation ceiling.
+//! RayClusters on many hollow nodes against a bare client's pod-creation ceiling. `kuberay-bench isolation`
+//! measures RayCluster and RayJob create-to-ready with and without RayJobs on slow dashboards.
 
 mod experiment;
+mod isolation;
 mod operator;
 mod published;
 mod report;
@@ -32,6 +34,34 @@ enum Command {
     /// Many large RayClusters on many hollow nodes: convergence times, pods/s against a bare client, operator
     /// RSS and CPU.
     Scale(ScaleArgs),
+    /// RayCluster create-to-ready and RayJob create-to-Complete p50/p99, without and with RayJobs whose
+    /// dashboards answer slowly, side by side.
+    Isolation(IsolationArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct IsolationArgs {
+    /// RayClusters measured per phase.
+    #[arg(long, default_value_t = 20)]
+    clusters: usize,
+    /// RayJobs on healthy dashboards measured per phase.
+    #[arg(long, default_value_t = 10)]
+    healthy_jobs: usize,
+    /// RayJobs on slow dashboards in the loaded phase.
+    #[arg(long, default_value_t = 100)]
+    slow_jobs: usize,
+    /// How long a slow dashboard holds each request, in milliseconds.
+    #[arg(long, default_value_t = 5_000)]
+    dashboard_delay_ms: u64,
+    /// Longest wait for one phase, in seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// The operator binary (default: `kuberay-operator` next to this executable, built under `cargo run`).
+    #[arg(long, value_name = "PATH")]
+    operator: Option<PathBuf>,
+    /// Where isolation.md and isolation.json go.
+    #[arg(long, value_name = "DIR", default_value = "target/kuberay-bench")]
+    output: PathBuf,
 }
 
 /// KubeRay's default client rate limits (`--qps`, `--burst`).
@@ -193,6 +223,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Memory(args)) => runtime.block_on(memory(args)),
         Some(Command::Scale(args)) => runtime.block_on(scale(args)),
+        Some(Command::Isolation(args)) => runtime.block_on(isolation(args)),
         None => runtime.block_on(memory(MemoryArgs::default())),
     }
 }
@@ -251,12 +282,23 @@ async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
         work_dir,
     };
     let result = scale::run(&options).await?;
-    println!();
-    println!("{}", scale::markdown(&result));
-    for path in scale::write(&args.output, &result)? {
-        println!("wrote {}", path.display());
-    }
-    Ok(())
+    run::print_and_write(&args.output, "scale", &scale::markdown(&result), &result)
+}
+
+async fn isolation(args: IsolationArgs) -> anyhow::Result<()> {
+    let operator = operator::resolve_binary(args.operator.as_deref())?;
+    let work_dir = run::ensure_dir(&args.output.join("work"))?;
+    let options = isolation::IsolationOptions {
+        clusters: args.clusters,
+        healthy_jobs: args.healthy_jobs,
+        slow_jobs: args.slow_jobs,
+        dashboard_delay: Duration::from_millis(args.dashboard_delay_ms),
+        timeout: Duration::from_secs(args.timeout),
+        operator,
+        work_dir,
+    };
+    let result = isolation::run(&options).await?;
+    run::print_and_write(&args.output, "isolation", &isolation::markdown(&result), &result)
 }
 
 #[cfg(test)]

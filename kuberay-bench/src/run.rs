@@ -340,6 +340,21 @@ async fn cleanup(client: &Client, experiment: u8) -> anyhow::Result<()> {
     bail!("pods of experiment {experiment} still exist after 300 s")
 }
 
+/// Prints a run's Markdown table and writes it as `<stem>.md`, with the result as `<stem>.json`, under `dir`.
+pub fn print_and_write<T: Serialize>(dir: &Path, stem: &str, markdown: &str, result: &T) -> anyhow::Result<()> {
+    println!();
+    println!("{markdown}");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let md = dir.join(format!("{stem}.md"));
+    std::fs::write(&md, markdown).with_context(|| format!("writing {}", md.display()))?;
+    let json = dir.join(format!("{stem}.json"));
+    std::fs::write(&json, serde_json::to_vec_pretty(result)?).with_context(|| format!("writing {}", json.display()))?;
+    for path in [md, json] {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// Creates `dir` and returns it.
 pub fn ensure_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -4,7 +4,7 @@
 //! bare client creating the very same pods (built by ray-podgen) gives the simulator's ceiling, so the
 //! operator's creation rate is reported as a ratio of it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -457,16 +457,6 @@ pub fn markdown(result: &ScaleResult) -> String {
         ));
     }
     out
-}
-
-/// Writes `scale.md` and `scale.json` under `dir`; returns their paths.
-pub fn write(dir: &Path, result: &ScaleResult) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let md = dir.join("scale.md");
-    std::fs::write(&md, markdown(result)).with_context(|| format!("writing {}", md.display()))?;
-    let json = dir.join("scale.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(result)?).with_context(|| format!("writing {}", json.display()))?;
-    Ok(vec![md, json])
 }
 
 #[cfg(test)]

@@ -9,8 +9,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use std::sync::Arc;
+
 use crate::HollowRayOptions;
 use crate::actors::ActorTable;
+use crate::dashboard_load::{DashboardCall, DashboardLoad, InFlight};
 use kube_sim::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyResponse};
 use ray_api::constants::DEFAULT_DASHBOARD_AGENT_LISTEN_PORT;
 
@@ -395,6 +398,12 @@ pub struct HollowRayHead {
     state: Mutex<State>,
     /// Actors and the Ray nodes they run on (`/api/hollow/...`, see [`crate::actors`]).
     pub(crate) actors: Mutex<ActorTable>,
+    /// How long each dashboard request is held before its answer goes out.
+    dashboard_delay: Duration,
+    /// This head's dashboard requests in flight.
+    load: Arc<DashboardLoad>,
+    /// The gauge shared by every head of a [`crate::HollowRay`], when the head belongs to one.
+    shared_load: Option<Arc<DashboardLoad>>,
 }
 
 impl std::fmt::Debug for HollowRayHead {
@@ -455,10 +464,25 @@ fn random_suffix(n: usize) -> String {
 }
 
 impl HollowRayHead {
-    /// A fresh head (no jobs, no serve applications).
+    /// A fresh head (no jobs, no serve applications) whose dashboard holds requests for
+    /// [`HollowRayOptions::dashboard_delay`].
     pub fn new(options: HollowRayOptions) -> Self {
+        let delay = options.dashboard_delay;
+        Self::for_cluster(options, delay, None)
+    }
+
+    /// A fresh head whose dashboard holds requests for `dashboard_delay` and also counts them in
+    /// `shared_load`.
+    pub(crate) fn for_cluster(
+        options: HollowRayOptions,
+        dashboard_delay: Duration,
+        shared_load: Option<Arc<DashboardLoad>>,
+    ) -> Self {
         Self {
             options,
+            dashboard_delay,
+            load: Arc::default(),
+            shared_load,
             log: Mutex::new(None),
             state: Mutex::new(State {
                 next_driver: 2,
@@ -511,6 +535,35 @@ impl HollowRayHead {
     /// The options this head runs with.
     pub fn options(&self) -> &HollowRayOptions {
         &self.options
+    }
+
+    /// How long this head's dashboard holds each request before answering.
+    pub fn dashboard_delay(&self) -> Duration {
+        self.dashboard_delay
+    }
+
+    /// This head's dashboard requests in flight, by kind.
+    pub fn dashboard_load(&self) -> &DashboardLoad {
+        &self.load
+    }
+
+    /// Answers a dashboard request after the head's delay, counting it as in flight until answered (or
+    /// abandoned). The answer is computed when the request arrives: a slow network, not a slow head.
+    fn delayed_dashboard(&self, method: &Method, path: &str, body: &[u8]) -> ProxyFuture {
+        let call = DashboardCall::classify(method, path);
+        let gauges = std::iter::once(self.load.clone())
+            .chain(self.shared_load.clone())
+            .collect();
+        let in_flight = InFlight::enter(call, gauges);
+        let response = self.handle_dashboard(method, path, body);
+        let delay = self.dashboard_delay;
+        Box::pin(async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            drop(in_flight);
+            response
+        })
     }
 
     /// Submits a job (`POST /api/jobs/`); returns the submission id.
@@ -1044,7 +1097,7 @@ impl ProxyBackend for HollowRayHead {
         let resp = match port_role(&request.service_object, &request.port) {
             PortRole::Dashboard => {
                 let path = request.path.split('?').next().unwrap_or_default();
-                self.handle_dashboard(&request.method, path, &request.body)
+                return self.delayed_dashboard(&request.method, path, &request.body);
             }
             PortRole::Serve => self.handle_serve(request.path.split('?').next().unwrap_or_default()),
             PortRole::Other => refused(&request),

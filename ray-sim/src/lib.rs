@@ -19,6 +19,9 @@
 //!   it has, routes every head Service (`ray.io/node-type=head`) to the head of the cluster its selector points
 //!   at, and registers a [`kube_sim::agents::PodExitHook`] that plays the part of a submitter pod's
 //!   `ray job submit` / `ray job logs --follow` (see [`submitter`]).
+//! - A dashboard can be slow: [`HollowRayOptions::dashboard_delay`] (or a RayCluster's
+//!   [`DASHBOARD_DELAY_ANNOTATION`]) holds every dashboard request that long, and [`DashboardLoad`] counts the
+//!   requests in flight by kind ([`dashboard_load`]).
 //! - Actors ([`actors`]) are resource demand as Ray sees it: created and ended through
 //!   `/api/hollow/actors`, placed on a node with room or left pending.
 //! - The hollow autoscaler ([`autoscaler`]) plays the head pod's `autoscaler` sidecar: every
@@ -60,6 +63,7 @@
 
 pub mod actors;
 pub mod autoscaler;
+pub mod dashboard_load;
 mod head;
 mod manager;
 pub mod submitter;
@@ -67,6 +71,7 @@ pub mod wire;
 
 pub use actors::{ActorError, ActorInfo, ActorRequest, NodeInfo, RayNode};
 pub use autoscaler::{AutoscalerClock, HollowAutoscalerOptions, ScaleEvent};
+pub use dashboard_load::{CallCounts, DASHBOARD_DELAY_ANNOTATION, DashboardCall, DashboardLoad};
 pub use head::{
     AppStatus, DEFAULT_DASHBOARD_PORT, DEFAULT_SERVE_PORT, DeploymentStatus, HollowRayHead, JobInfo, JobStatus,
     JobSubmitRequest, JobSubmitResponse, RayHeadError, entrypoint_exit_code, entrypoint_sleep,

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::actors::RayNode;
 use crate::autoscaler::{self, HollowAutoscalerOptions, ScaleEvent, ScaleLog};
+use crate::dashboard_load::{DashboardLoad, annotated_delay};
 use crate::head::{HollowRayHead, text};
 use crate::submitter::SubmitterHook;
 use kube_sim::http::proxy::{ProxyBackend, ProxyFuture, ProxyRequest, ProxyTarget};
@@ -49,6 +50,9 @@ pub struct HollowRayOptions {
     pub ray_version: String,
     /// The hollow autoscaler (clusters whose head pod has the `autoscaler` sidecar).
     pub autoscaler: HollowAutoscalerOptions,
+    /// How long every head's dashboard holds each request before answering (zero: answers at once). A
+    /// RayCluster's [`crate::DASHBOARD_DELAY_ANNOTATION`] overrides it for that cluster.
+    pub dashboard_delay: Duration,
 }
 
 impl Default for HollowRayOptions {
@@ -61,6 +65,7 @@ impl Default for HollowRayOptions {
             serve_deploy: Duration::from_millis(500),
             ray_version: "2.52.0".into(),
             autoscaler: HollowAutoscalerOptions::default(),
+            dashboard_delay: Duration::ZERO,
         }
     }
 }
@@ -100,6 +105,8 @@ pub(crate) struct Shared {
     options: HollowRayOptions,
     /// (namespace, cluster) → its live head.
     heads: Mutex<HashMap<(String, String), Active>>,
+    /// Dashboard requests in flight across every head.
+    dashboard_load: Arc<DashboardLoad>,
 }
 
 impl Shared {
@@ -126,10 +133,15 @@ impl Shared {
         let live = {
             let mut heads = self.heads.lock();
             match running_pod {
-                Some((uid, container)) => {
+                Some((uid, container, annotated)) => {
                     if heads.get(&key).is_none_or(|a| a.pod_uid != uid) {
                         tracing::debug!(namespace, cluster, pod_uid = %uid, "hollow ray head up");
-                        let head = Arc::new(HollowRayHead::new(self.options.clone()));
+                        let delay = annotated.unwrap_or(self.options.dashboard_delay);
+                        let head = Arc::new(HollowRayHead::for_cluster(
+                            self.options.clone(),
+                            delay,
+                            Some(self.dashboard_load.clone()),
+                        ));
                         head.attach_log(self.pod_logs.clone(), &uid, &container);
                         heads.insert(key.clone(), Active { pod_uid: uid, head });
                     }
@@ -209,8 +221,8 @@ impl Shared {
     }
 
     /// The uid and Ray container (KubeRay's first) of the cluster's Running, not deleting head pod, when the
-    /// RayCluster exists.
-    fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<(String, String)> {
+    /// RayCluster exists, with the dashboard delay the RayCluster's annotation asks for.
+    fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<(String, String, Option<Duration>)> {
         let rc = self.store.get(&rayclusters_gvr(), Some(namespace), cluster).ok()?;
         if rc.value["metadata"]["deletionTimestamp"].is_string() {
             return None;
@@ -231,7 +243,7 @@ impl Shared {
             .find(|p| p.value["status"]["phase"] == "Running" && p.value["metadata"]["deletionTimestamp"].is_null())
             .map(|p| {
                 let container = p.value["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
-                (p.uid().to_string(), container.to_string())
+                (p.uid().to_string(), container.to_string(), annotated_delay(&rc.value))
             })
     }
 
@@ -317,6 +329,7 @@ impl HollowRay {
             pod_logs: handle.agent_config().pod_logs.clone(),
             options,
             heads: Mutex::new(HashMap::new()),
+            dashboard_load: Arc::default(),
         });
         let target = ProxyTarget::Labels(head_selector());
         let proxy_id = handle.register_proxy(target, Arc::new(Dispatcher(Arc::downgrade(&shared))));
@@ -342,6 +355,12 @@ impl HollowRay {
             autoscaler_task,
             scale_log,
         }
+    }
+
+    /// Dashboard requests in flight across every head, by kind (a head's own are in
+    /// [`HollowRayHead::dashboard_load`]).
+    pub fn dashboard_load(&self) -> &DashboardLoad {
+        &self.shared.dashboard_load
     }
 
     /// The scale requests the hollow autoscaler patched into a RayCluster, oldest first (the last

@@ -27,6 +27,7 @@ use super::dashboard::DashboardClient;
 use super::error::RayJobError;
 use super::events::RAYJOB_CONTROLLER;
 use super::executor::reconcile;
+use super::job_info::JobInfoQueries;
 use super::metrics::RayJobMetrics;
 use super::plan::RayJobPlanConfig;
 use crate::cluster_feed::ClusterFeed;
@@ -74,8 +75,10 @@ pub struct RayJobContext {
     pub(super) client: Client,
     /// Settings.
     pub(super) config: RayJobControllerConfig,
-    /// The dashboard job API client.
+    /// The dashboard job API client (submissions and stops, made by the pass).
     pub(super) dashboard: DashboardClient,
+    /// Job-info queries, made in the background (a slow dashboard holds no reconcile worker).
+    pub(super) job_info: Arc<JobInfoQueries>,
     /// Random suffixes of generated cluster names.
     pub(super) suffixes: Mutex<SeededSuffix>,
     /// Event recorder (`rayjob-controller`).
@@ -97,9 +100,11 @@ impl RayJobContext {
 /// Run the RayJob controller until `shutdown` resolves.
 pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl Future<Output = ()> + Send + 'static) {
     let seed = u64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(0) ^ u64::from(std::process::id());
+    let dashboard = DashboardClient::new(client.clone());
     let ctx = Arc::new(RayJobContext {
         client: client.clone(),
-        dashboard: DashboardClient::new(client.clone()),
+        job_info: JobInfoQueries::new(dashboard.clone()),
+        dashboard,
         config: config.clone(),
         suffixes: Mutex::new(SeededSuffix::new(seed)),
         recorder: EventRecorder::new(
@@ -118,6 +123,7 @@ pub async fn run(client: Client, config: RayJobControllerConfig, shutdown: impl 
         let rayjobs = custom_resource_changes::<RayJob>(client.clone(), ns, writer, unreadable);
         Controller::for_stream(rayjobs, reader)
             .reconcile_on(config.cluster_feed.owners_of_kind::<RayJob>(namespace.clone()))
+            .reconcile_on(ctx.job_info.completions(namespace.clone()))
             .owns_stream(owned_changes::<Job>(client.clone(), ns, watcher::Config::default()))
             .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)

@@ -26,6 +26,7 @@ use super::controller::RayJobContext;
 use super::dashboard::{DashboardTarget, job_submit_request};
 use super::error::RayJobError;
 use super::events::{self, reason};
+use super::job_info::AWAITING_ANSWER_REQUEUE;
 use super::plan::RayJobPlan;
 use super::plan::{
     DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanError, SidecarObservation, SubmitterObservation,
@@ -35,6 +36,7 @@ use crate::events::{EventSpec, action};
 use crate::finalizers::{FinalizerGuard, add_finalizer, remove_finalizer};
 use crate::kube_errors::is_not_found;
 use crate::metrics::ClusterLabels;
+use crate::runtime_util::ObjectKey;
 use crate::status_writer::{MergeShape, StatusWrite, StatusWriteError, write_status};
 
 /// How a pass goes on after one of its steps.
@@ -55,6 +57,8 @@ struct Observed {
     target: Option<DashboardTarget>,
     /// The Ray job as the dashboard reports it (queried only while `Running`).
     dashboard: DashboardObservation,
+    /// The job-info answer is not in yet: the pass waits for the query in flight.
+    awaiting_answer: bool,
     /// The SidecarMode submitter container (read only while `Running`).
     sidecar: Option<SidecarObservation>,
     /// When the pass observed.
@@ -129,7 +133,31 @@ impl<'a> Pass<'a> {
             return Ok(action);
         }
         self.record_deployment_status(&plan);
-        Ok(plan.requeue.map_or_else(Action::await_change, Action::requeue))
+        self.follow_job_info(&observed, &plan.status);
+        let requeue = match plan.requeue {
+            Some(after) if observed.awaiting_answer => Some(after.max(AWAITING_ANSWER_REQUEUE)),
+            other => other,
+        };
+        Ok(requeue.map_or_else(Action::await_change, Action::requeue))
+    }
+
+    /// The key of the RayJob's background job-info queries.
+    fn key(&self) -> ObjectKey {
+        (self.namespace.clone(), self.name.clone())
+    }
+
+    /// After the pass: a RayJob that stays Running gets its next job-info query started (its answer is
+    /// read by the next pass); any other forgets its queries.
+    fn follow_job_info(&self, observed: &Observed, status: &RayJobStatus) {
+        let running = status.job_deployment_status == Some(JobDeploymentStatus::Running);
+        let job_id = status.job_id.clone().unwrap_or_default();
+        match &observed.cluster {
+            Some(cluster) if running && !job_id.is_empty() && self.job.metadata.deletion_timestamp.is_none() => {
+                let target = dashboard_target(self.ctx, cluster, status);
+                self.ctx.job_info.prefetch(&self.key(), &job_id, &target);
+            }
+            _ => self.ctx.job_info.forget(&self.key()),
+        }
     }
 
     /// Reads the cluster, the submitter Job and, while `Running`, the dashboard's job and the
@@ -145,10 +173,16 @@ impl<'a> Pass<'a> {
         let target = cluster.as_ref().map(|c| dashboard_target(self.ctx, c, &self.old));
         let running = self.old.job_deployment_status == Some(JobDeploymentStatus::Running);
         let job_id = self.old.job_id.clone().unwrap_or_default();
-        let dashboard = match (&target, running && !job_id.is_empty()) {
-            (Some(target), true) => self.ctx.dashboard.job_info(target, &job_id).await,
-            _ => DashboardObservation::NotQueried,
+        let deleting = self.job.metadata.deletion_timestamp.is_some();
+        if deleting {
+            self.ctx.job_info.forget(&self.key());
+        }
+        let answer = match (&target, running && !job_id.is_empty() && !deleting) {
+            (Some(target), true) => Some(self.ctx.job_info.take(&self.key(), &job_id, target)),
+            _ => None,
         };
+        let awaiting_answer = matches!(answer, Some(None));
+        let dashboard = answer.flatten().unwrap_or_default();
         let sidecar = match (
             &cluster,
             running && self.job.spec.submission_mode() == JobSubmissionMode::SidecarMode,
@@ -161,6 +195,7 @@ impl<'a> Pass<'a> {
             submitter,
             target,
             dashboard,
+            awaiting_answer,
             sidecar,
             now: Timestamp::now(),
         })
@@ -347,6 +382,7 @@ impl<'a> Pass<'a> {
 
     /// Deletes the finished RayJob itself; the pass ends either way.
     async fn delete_self(&self) -> Result<Flow, RayJobError> {
+        self.ctx.job_info.forget(&self.key());
         if let Some(metrics) = &self.ctx.config.metrics {
             metrics.forget_job(&self.labels);
         }

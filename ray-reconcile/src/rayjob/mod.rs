@@ -5,7 +5,8 @@
 //!   observed, the actions of a pass and the new status.
 //! - [`executor`] runs one pass (observe, plan, act, write the status); the objects the job owns
 //!   are written in [`children`], the batch scheduler's hooks run in [`batch_scheduling`], and
-//!   [`dashboard`] is the dashboard job API client.
+//!   [`dashboard`] is the dashboard job API client, whose job-info queries [`job_info`] runs in the
+//!   background so that a slow dashboard holds no reconcile worker.
 //! - [`controller`] wires kube-runtime's `Controller`; [`error`] says why a pass failed,
 //!   [`events`] holds the event reasons and notes, [`metrics`] the `kuberay_job_*` series.
 
@@ -16,6 +17,7 @@ pub mod dashboard;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod job_info;
 pub mod metrics;
 pub mod plan;
 

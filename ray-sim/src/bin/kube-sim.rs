@@ -93,6 +93,10 @@ struct ServeArgs {
     /// Do not attach the hollow Ray (Ray heads behind head Services, submitter pods, hollow autoscaler).
     #[arg(long)]
     no_hollow_ray: bool,
+    /// How long every hollow dashboard holds each request before answering, in milliseconds (a RayCluster's
+    /// `ray-sim.kuberay-rs.io/dashboard-delay-ms` annotation overrides it).
+    #[arg(long, default_value_t = 0)]
+    dashboard_delay_ms: u64,
     /// Do not run the EndpointSlice and Endpoints controllers.
     #[arg(long)]
     no_endpoints: bool,
@@ -218,7 +222,11 @@ async fn main() -> anyhow::Result<()> {
         ..SimConfig::default()
     };
     let handle = SimServer::start(config).await.context("starting kube-sim")?;
-    let hollow_ray = (!args.no_hollow_ray).then(|| HollowRay::attach(&handle, HollowRayOptions::default()));
+    let ray_options = HollowRayOptions {
+        dashboard_delay: Duration::from_millis(args.dashboard_delay_ms),
+        ..HollowRayOptions::default()
+    };
+    let hollow_ray = (!args.no_hollow_ray).then(|| HollowRay::attach(&handle, ray_options));
     handle
         .write_kubeconfig(&args.kubeconfig)
         .with_context(|| format!("writing {}", args.kubeconfig.display()))?;

@@ -1,0 +1,374 @@
+//! `kuberay-bench isolation`: how much RayJobs on slow dashboards slow everything else down. Two phases, each
+//! from a fresh kube-sim with the hollow Ray and a fresh operator (`--use-kubernetes-proxy`, default reconcile
+//! concurrency 1): a quiet one, and one where `slow_jobs` RayJobs whose dashboards hold every request for
+//! `dashboard_delay` are Running first. In each, `clusters` RayClusters and `healthy_jobs` RayJobs on healthy
+//! dashboards are created together, and their create-to-ready (RayCluster `ready`) and create-to-Complete
+//! (RayJob) times are reported as p50 / p99, side by side.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube_sim::{Gvr, ListOptions, SimHandle};
+use ray_sim::{DASHBOARD_DELAY_ANNOTATION, HollowRay, HollowRayOptions};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::experiment;
+use crate::operator::Operator;
+use crate::run::{self, NAMESPACE};
+
+/// How often progress is sampled.
+const POLL: Duration = Duration::from_millis(100);
+/// The experiment number the measured clusters are labelled with (outside KubeRay's 1-3 and scale's 9).
+const ISOLATION_EXPERIMENT: u8 = 10;
+/// The Ray job of every RayJob here: long enough that slow RayJobs stay Running for the whole phase.
+const SLOW_ENTRYPOINT: &str = "sleep 86400";
+
+/// What one isolation run does.
+#[derive(Clone, Debug)]
+pub struct IsolationOptions {
+    /// RayClusters measured per phase.
+    pub clusters: usize,
+    /// RayJobs on healthy dashboards measured per phase.
+    pub healthy_jobs: usize,
+    /// RayJobs on slow dashboards in the loaded phase.
+    pub slow_jobs: usize,
+    /// How long a slow dashboard holds each request.
+    pub dashboard_delay: Duration,
+    /// Longest wait for one phase.
+    pub timeout: Duration,
+    /// The operator binary.
+    pub operator: PathBuf,
+    /// Logs and kubeconfigs.
+    pub work_dir: PathBuf,
+}
+
+/// Percentiles of one set of durations, in seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// Nearest-rank percentiles of `secs` (all zero when empty).
+pub fn percentiles(secs: &[f64]) -> Percentiles {
+    let mut sorted = secs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = |p: f64| {
+        let n = sorted.len();
+        if n == 0 {
+            return 0.0;
+        }
+        let index = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+        sorted[index]
+    };
+    Percentiles {
+        p50: rank(0.50),
+        p99: rank(0.99),
+        max: rank(1.0),
+    }
+}
+
+/// One phase's measurements.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseResult {
+    /// `quiet` or the slow load.
+    pub label: String,
+    /// RayCluster create-to-ready.
+    pub cluster_ready: Percentiles,
+    /// Healthy RayJob create-to-Complete.
+    pub job_complete: Percentiles,
+    /// Seconds the slow RayJobs took to all be Running before the measurement (loaded phase).
+    pub slow_running_secs: Option<f64>,
+}
+
+/// A whole isolation run.
+#[derive(Clone, Debug, Serialize)]
+pub struct IsolationResult {
+    /// RayClusters measured per phase.
+    pub clusters: usize,
+    /// Healthy RayJobs measured per phase.
+    pub healthy_jobs: usize,
+    /// Slow RayJobs in the loaded phase.
+    pub slow_jobs: usize,
+    /// Their dashboards' delay, seconds.
+    pub dashboard_delay_secs: f64,
+    /// Without, then with the slow RayJobs.
+    pub phases: Vec<PhaseResult>,
+}
+
+/// Runs the quiet phase, then the loaded one.
+pub async fn run(options: &IsolationOptions) -> anyhow::Result<IsolationResult> {
+    eprintln!(
+        "kuberay-bench isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:?} dashboards",
+        options.clusters, options.healthy_jobs, options.slow_jobs, options.dashboard_delay
+    );
+    let quiet = phase(options, 0).await?;
+    let loaded = phase(options, options.slow_jobs).await?;
+    Ok(IsolationResult {
+        clusters: options.clusters,
+        healthy_jobs: options.healthy_jobs,
+        slow_jobs: options.slow_jobs,
+        dashboard_delay_secs: options.dashboard_delay.as_secs_f64(),
+        phases: vec![quiet, loaded],
+    })
+}
+
+/// A head-only RayJob named `name` running [`SLOW_ENTRYPOINT`] (or a quick job when `slow_ms` is `None`),
+/// its dashboard holding requests `slow_ms` milliseconds.
+fn rayjob(name: &str, slow_ms: Option<u128>) -> Value {
+    let mut cluster = experiment::raycluster(name, NAMESPACE, ISOLATION_EXPERIMENT, 0);
+    cluster["spec"]["workerGroupSpecs"] = json!([]);
+    let annotations = match slow_ms {
+        Some(ms) => json!({DASHBOARD_DELAY_ANNOTATION: ms.to_string()}),
+        None => json!({}),
+    };
+    json!({
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations},
+        "spec": {
+            "entrypoint": if slow_ms.is_some() { SLOW_ENTRYPOINT } else { "python ok.py" },
+            "rayClusterSpec": cluster["spec"].clone(),
+        },
+    })
+}
+
+/// `field` of every object of `gvr`, by name, read from the simulator's store (no API traffic).
+fn status_fields(sim: &SimHandle, gvr: &Gvr, field: &str) -> anyhow::Result<HashMap<String, String>> {
+    let listed = sim
+        .store()
+        .list(gvr, Some(NAMESPACE), &ListOptions::default())
+        .map_err(|e| anyhow::anyhow!("listing {}: {e}", gvr.resource))?;
+    Ok(listed
+        .items
+        .iter()
+        .map(|o| {
+            let value = o.value["status"][field].as_str().unwrap_or_default().to_owned();
+            (o.name().to_owned(), value)
+        })
+        .collect())
+}
+
+async fn create(api: &Api<DynamicObject>, value: Value) -> anyhow::Result<()> {
+    let object: DynamicObject = serde_json::from_value(value)?;
+    api.create(&PostParams::default(), &object).await?;
+    Ok(())
+}
+
+fn dynamic_api(sim: &SimHandle, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let resource = kube::api::ApiResource {
+        group: "ray.io".into(),
+        version: "v1".into(),
+        api_version: "ray.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    Api::namespaced_with(sim.client(), NAMESPACE, &resource)
+}
+
+/// A status field value objects of one resource are waited for.
+struct Goal {
+    gvr: Gvr,
+    field: &'static str,
+    want: &'static str,
+}
+
+/// The RayJob goal `jobDeploymentStatus == want`.
+fn deployment(want: &'static str) -> Goal {
+    Goal {
+        gvr: Gvr::new("ray.io", "v1", "rayjobs"),
+        field: "jobDeploymentStatus",
+        want,
+    }
+}
+
+/// Polls until every name of `names` reached `goal`; the seconds since `started` at which each did.
+async fn wait_each(
+    sim: &SimHandle,
+    operator: &mut Operator,
+    goal: &Goal,
+    names: &[String],
+    started: Instant,
+    timeout: Duration,
+) -> anyhow::Result<Vec<f64>> {
+    let Goal { gvr, field, want } = goal;
+    let mut done: HashMap<String, f64> = HashMap::new();
+    while done.len() < names.len() {
+        operator.check_alive()?;
+        let fields = status_fields(sim, gvr, field)?;
+        let elapsed = started.elapsed().as_secs_f64();
+        for name in names {
+            if fields.get(name).map(String::as_str) == Some(*want) {
+                done.entry(name.clone()).or_insert(elapsed);
+            }
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "{} of {} {} reached {field} {want} within {timeout:?}",
+                done.len(),
+                names.len(),
+                gvr.resource
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(done.into_values().collect())
+}
+
+async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<PhaseResult> {
+    let label = if slow_jobs == 0 {
+        "quiet".to_owned()
+    } else {
+        format!("{slow_jobs} RayJobs on {:?} dashboards", options.dashboard_delay)
+    };
+    let mut sim = kube_sim::SimServer::start(kube_sim::SimConfig {
+        request_log: false,
+        ..kube_sim::SimConfig::default()
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("starting kube-sim: {e}"))?;
+    let ray = HollowRay::attach(&sim, HollowRayOptions::default());
+    run::install_crds(&sim.client()).await?;
+    let kubeconfig = options.work_dir.join(format!("kubeconfig-isolation-{slow_jobs}"));
+    sim.write_kubeconfig(&kubeconfig)
+        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    let mut operator = Operator::spawn(
+        &options.operator,
+        &kubeconfig,
+        &options.work_dir,
+        &format!("isolation-{slow_jobs}"),
+        &["--use-kubernetes-proxy".to_owned()],
+    )?;
+    operator.wait_ready(Duration::from_secs(60)).await?;
+    let (rayjobs, rayclusters) = (
+        dynamic_api(&sim, "RayJob", "rayjobs"),
+        dynamic_api(&sim, "RayCluster", "rayclusters"),
+    );
+
+    let slow: Vec<String> = (0..slow_jobs).map(|i| format!("slow-{i:03}")).collect();
+    let slow_started = Instant::now();
+    for name in &slow {
+        create(&rayjobs, rayjob(name, Some(options.dashboard_delay.as_millis()))).await?;
+    }
+    let slow_running_secs = if slow.is_empty() {
+        None
+    } else {
+        let each = wait_each(
+            &sim,
+            &mut operator,
+            &deployment("Running"),
+            &slow,
+            slow_started,
+            options.timeout,
+        )
+        .await?;
+        Some(each.into_iter().fold(0.0, f64::max))
+    };
+
+    let clusters: Vec<String> = (0..options.clusters).map(|i| format!("measured-{i:03}")).collect();
+    let jobs: Vec<String> = (0..options.healthy_jobs).map(|i| format!("healthy-{i:03}")).collect();
+    let started = Instant::now();
+    for name in &clusters {
+        create(
+            &rayclusters,
+            experiment::raycluster(name, NAMESPACE, ISOLATION_EXPERIMENT, 1),
+        )
+        .await?;
+    }
+    for name in &jobs {
+        create(&rayjobs, rayjob(name, None)).await?;
+    }
+    let cluster_ready = wait_each(
+        &sim,
+        &mut operator,
+        &Goal {
+            gvr: Gvr::new("ray.io", "v1", "rayclusters"),
+            field: "state",
+            want: "ready",
+        },
+        &clusters,
+        started,
+        options.timeout,
+    )
+    .await?;
+    let job_complete = wait_each(
+        &sim,
+        &mut operator,
+        &deployment("Complete"),
+        &jobs,
+        started,
+        options.timeout,
+    )
+    .await?;
+    let result = PhaseResult {
+        label,
+        cluster_ready: percentiles(&cluster_ready),
+        job_complete: percentiles(&job_complete),
+        slow_running_secs,
+    };
+    eprintln!(
+        "{}: RayCluster ready p50 {:.2} s p99 {:.2} s; RayJob Complete p50 {:.2} s p99 {:.2} s",
+        result.label,
+        result.cluster_ready.p50,
+        result.cluster_ready.p99,
+        result.job_complete.p50,
+        result.job_complete.p99
+    );
+    operator.stop();
+    ray.detach(&sim);
+    sim.shutdown();
+    Ok(result)
+}
+
+/// The Markdown table of a run.
+pub fn markdown(result: &IsolationResult) -> String {
+    let mut out = format!(
+        "## Isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:.0} s dashboards (reconcile concurrency 1)\n\n\
+         | phase | RayCluster ready p50 (s) | p99 (s) | RayJob Complete p50 (s) | p99 (s) | slow RayJobs all Running (s) |\n\
+         |---|---|---|---|---|---|\n",
+        result.clusters, result.healthy_jobs, result.slow_jobs, result.dashboard_delay_secs
+    );
+    for phase in &result.phases {
+        out.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} |\n",
+            phase.label,
+            phase.cluster_ready.p50,
+            phase.cluster_ready.p99,
+            phase.job_complete.p50,
+            phase.job_complete.p99,
+            phase.slow_running_secs.map_or("-".to_owned(), |s| format!("{s:.1}")),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let secs: Vec<f64> = (1..=100).map(f64::from).collect();
+        let p = percentiles(&secs);
+        assert_eq!((p.p50, p.p99, p.max), (50.0, 99.0, 100.0));
+        assert_eq!(percentiles(&[]), Percentiles::default());
+        assert_eq!(percentiles(&[3.0, 1.0]).p50, 1.0);
+    }
+
+    #[test]
+    fn slow_rayjobs_carry_the_delay_annotation() {
+        let slow: ray_api::RayJob = serde_json::from_value(rayjob("slow-000", Some(5000))).unwrap();
+        assert_eq!(slow.metadata.annotations.unwrap()[DASHBOARD_DELAY_ANNOTATION], "5000");
+        assert_eq!(slow.spec.entrypoint.as_deref(), Some(SLOW_ENTRYPOINT));
+        let healthy: ray_api::RayJob = serde_json::from_value(rayjob("healthy-000", None)).unwrap();
+        assert!(healthy.metadata.annotations.unwrap_or_default().is_empty());
+    }
+}
