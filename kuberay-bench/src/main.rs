@@ -117,7 +117,7 @@ struct ScaleArgs {
     /// Longest wait for one phase, in seconds.
     #[arg(long, default_value_t = 1_800)]
     timeout: u64,
-    /// The operator binary (default: `kuberay-operator` next to this executable, built under `cargo run`).
+    /// The operator binary (default: the shipped build, `scripts/build-operator`, run under `cargo run`).
     #[arg(long, value_name = "PATH")]
     operator: Option<PathBuf>,
     /// Where scale.md and scale.json go.
@@ -187,12 +187,15 @@ struct MemoryArgs {
     /// Settle time after each converged step before the memory sample, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 200)]
     step_interval: u64,
-    /// The operator binary (default: `kuberay-operator` next to this executable, built under `cargo run`).
+    /// The operator binary (default: the shipped build, `scripts/build-operator`, run under `cargo run`).
     #[arg(long, value_name = "PATH")]
     operator: Option<PathBuf>,
     /// Run against the cluster of this kubeconfig instead of an in-process kube-sim.
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
+    /// One more flag for the operator (repeatable), e.g. `--operator-arg=--runtime-worker-threads=2`.
+    #[arg(long, value_name = "FLAG", allow_hyphen_values = true)]
+    operator_arg: Vec<String>,
     /// Where report.md, results.json and memory.svg go.
     #[arg(long, value_name = "DIR", default_value = "target/kuberay-bench")]
     output: PathBuf,
@@ -208,6 +211,7 @@ impl Default for MemoryArgs {
             step_interval: 200,
             operator: None,
             kubeconfig: None,
+            operator_arg: Vec::new(),
             output: PathBuf::from("target/kuberay-bench"),
             reference: None,
         }
@@ -247,6 +251,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     let options = run::RunOptions {
         operator,
         kubeconfig: args.kubeconfig.clone(),
+        operator_args: args.operator_arg.clone(),
         step_interval: Duration::from_millis(args.step_interval),
         work_dir,
     };

@@ -8,11 +8,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// Resolves the operator binary: `explicit`, else `kuberay-operator` next to the current executable.
+/// The script that builds the operator exactly as it is shipped (release profile, static glibc, for
+/// [`SHIPPED_TARGET`]) and prints its path; `scripts/build-image` packs the same binary.
+const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/build-operator");
+
+/// The target triple the shipped binary is built for (the directory under `target/` it lands in); the same
+/// as `TARGET` in `scripts/build-operator`.
+const SHIPPED_TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// Resolves the operator binary: `explicit`, else the shipped build of `kuberay-operator`.
 ///
-/// For the default path under `cargo run` (`$CARGO` set) the binary is (re)built with
-/// `$CARGO build --release -p kuberay-operator` first — always when missing, and also when present so a
-/// stale binary is never measured (cargo makes that a no-op when it is fresh).
+/// Under `cargo run` (`$CARGO` set) that binary is (re)built with `scripts/build-operator` first — always
+/// when missing, and also when present so a stale binary is never measured (cargo makes that a no-op when it
+/// is fresh). Otherwise it is looked up at `target/x86_64-unknown-linux-gnu/release/` beside this
+/// executable's `target/release/`.
 pub fn resolve_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = explicit {
         if !path.is_file() {
@@ -20,45 +29,56 @@ pub fn resolve_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         }
         return Ok(path.to_path_buf());
     }
-    let exe = std::env::current_exe().context("locating the current executable")?;
-    let dir = exe.parent().context("the current executable has no directory")?;
-    let path = dir.join(format!("kuberay-operator{}", std::env::consts::EXE_SUFFIX));
-    match std::env::var_os("CARGO") {
-        Some(cargo) => {
-            let why = if path.is_file() {
-                "refreshing"
-            } else {
-                "missing; building"
-            };
-            eprintln!(
-                "kuberay-bench: {} {why} with `$CARGO build --release -p kuberay-operator`",
-                path.display()
-            );
-            let mut command = Command::new(cargo);
-            command.args(["build", "--release", "-p", "kuberay-operator"]);
-            // `cargo run` exports the bench's own package variables; build scripts (ring's) track some of
-            // them, so passing them on would rebuild the whole TLS stack on every run, twice.
-            for (key, _) in std::env::vars_os() {
-                let key = key.to_string_lossy();
-                if is_cargo_run_variable(&key) {
-                    command.env_remove(key.as_ref());
-                }
+    let path = match std::env::var_os("CARGO") {
+        Some(_) => build_shipped_binary()?,
+        None => {
+            let exe = std::env::current_exe().context("locating the current executable")?;
+            let target_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .context("the current executable is not in a cargo target directory")?;
+            let path = target_dir
+                .join(SHIPPED_TARGET)
+                .join("release")
+                .join(format!("kuberay-operator{}", std::env::consts::EXE_SUFFIX));
+            if !path.is_file() {
+                bail!(
+                    "{} is missing: build it with `scripts/build-operator` or pass --operator PATH",
+                    path.display()
+                );
             }
-            let status = command.status().context("running cargo build")?;
-            if !status.success() {
-                bail!("cargo build --release -p kuberay-operator failed: {status}");
-            }
+            path
         }
-        None if !path.is_file() => bail!(
-            "{} is missing: build it with `cargo build --release -p kuberay-operator` or pass --operator PATH",
-            path.display()
-        ),
-        None => {}
-    }
+    };
     if !path.is_file() {
         bail!("{} is still missing after the build", path.display());
     }
     Ok(path)
+}
+
+/// Runs `scripts/build-operator` and returns the path it printed.
+fn build_shipped_binary() -> anyhow::Result<PathBuf> {
+    eprintln!("kuberay-bench: building the shipped operator binary with `scripts/build-operator`");
+    let mut command = Command::new("bash");
+    command.arg(BUILD_SCRIPT).stderr(Stdio::inherit());
+    // `cargo run` exports the bench's own package variables; build scripts (ring's) track some of them, so
+    // passing them on would rebuild the whole TLS stack on every run.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if is_cargo_run_variable(&key) {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let output = command.output().context("running scripts/build-operator")?;
+    if !output.status.success() {
+        bail!("scripts/build-operator failed: {}", output.status);
+    }
+    let printed = String::from_utf8(output.stdout).context("scripts/build-operator printed a non-UTF-8 path")?;
+    let path = printed.lines().last().map(str::trim).unwrap_or_default();
+    if path.is_empty() {
+        bail!("scripts/build-operator printed no path");
+    }
+    Ok(PathBuf::from(path))
 }
 
 /// Variables `cargo run` sets for the program it runs (not the user's cargo configuration).
@@ -101,6 +121,47 @@ pub struct Memory {
     pub hwm_bytes: u64,
     /// `process_resident_memory_bytes` from the operator's `/metrics`, when it answered.
     pub metrics_rss_bytes: Option<u64>,
+    /// Anonymous memory (heap, stacks, written data pages): `Anonymous` of `/proc/<pid>/smaps_rollup`, bytes.
+    /// Unlike RSS it excludes the code and read-only data paged in from the binary and shared libraries.
+    pub anonymous_bytes: Option<u64>,
+    /// Proportional set size: `Pss` of `/proc/<pid>/smaps_rollup`, bytes (shared pages divided among the
+    /// processes that map them).
+    pub pss_bytes: Option<u64>,
+    /// Threads of the process (`Threads` of `/proc/<pid>/status`).
+    pub threads: Option<u64>,
+}
+
+/// The summed figures of `/proc/<pid>/smaps_rollup` the report uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SmapsRollup {
+    /// `Anonymous`, bytes.
+    pub anonymous_bytes: Option<u64>,
+    /// `Pss`, bytes.
+    pub pss_bytes: Option<u64>,
+}
+
+/// Reads the `Anonymous` and `Pss` lines (in kB) of a `smaps_rollup` text.
+pub fn parse_smaps_rollup(text: &str) -> SmapsRollup {
+    SmapsRollup {
+        anonymous_bytes: kib_field(text, "Anonymous:"),
+        pss_bytes: kib_field(text, "Pss:"),
+    }
+}
+
+/// The value of the `name` line of a `/proc` text whose values are in kB, in bytes.
+fn kib_field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// A plain number field of `/proc/<pid>/status` (such as `Threads:`).
+fn status_count(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))
+        .and_then(|rest| rest.trim().parse().ok())
 }
 
 /// A running operator child; killed on drop.
@@ -194,10 +255,20 @@ impl Operator {
             Ok((200, body)) => parse_metric(&body, "process_resident_memory_bytes").map(|v| v as u64),
             _ => None,
         };
+        let pid = self.pid();
+        let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .map(|text| parse_smaps_rollup(&text))
+            .unwrap_or_default();
+        let threads = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|text| status_count(&text, "Threads:"));
         Ok(Memory {
             rss_bytes,
             hwm_bytes,
             metrics_rss_bytes,
+            anonymous_bytes: rollup.anonymous_bytes,
+            pss_bytes: rollup.pss_bytes,
+            threads,
         })
     }
 
@@ -276,6 +347,26 @@ mod tests {
         for key in ["CARGO", "CARGO_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_JOBS", "PATH"] {
             assert!(!is_cargo_run_variable(key), "{key}");
         }
+    }
+
+    #[test]
+    fn reads_anonymous_and_pss_from_smaps_rollup() {
+        let text = "55d0c0a00000-7ffd5b9fe000 ---p 00000000 00:00 0                          [rollup]\n\
+                    Rss:               11776 kB\n\
+                    Pss:                9876 kB\n\
+                    Pss_Anon:           1500 kB\n\
+                    Anonymous:          1536 kB\n";
+        let rollup = parse_smaps_rollup(text);
+        assert_eq!(rollup.pss_bytes, Some(9876 * 1024));
+        assert_eq!(rollup.anonymous_bytes, Some(1536 * 1024));
+        assert_eq!(parse_smaps_rollup("Rss: 1 kB\n"), SmapsRollup::default());
+    }
+
+    #[test]
+    fn reads_the_thread_count_from_status() {
+        let text = "Name:\tkuberay-operator\nThreads:\t3\nVmRSS:\t 11776 kB\n";
+        assert_eq!(status_count(text, "Threads:"), Some(3));
+        assert_eq!(status_count(text, "Nope:"), None);
     }
 
     #[test]

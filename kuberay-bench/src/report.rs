@@ -21,7 +21,11 @@ pub struct Row {
     pub kuberay_mib: f64,
     /// Ours (RSS), MiB, when sampled at this pod count.
     pub ours_mib: Option<f64>,
-    /// `ours / kuberay`.
+    /// Our anonymous memory (heap, stacks), MiB, when sampled and readable.
+    pub ours_anonymous_mib: Option<f64>,
+    /// Our proportional set size, MiB, when sampled and readable.
+    pub ours_pss_mib: Option<f64>,
+    /// `ours / kuberay` (RSS).
     pub ratio: Option<f64>,
 }
 
@@ -31,11 +35,14 @@ pub fn rows(result: &ExperimentResult, published: &Published) -> Vec<Row> {
         .experiment(result.experiment)
         .into_iter()
         .map(|point| {
-            let ours_mib = result.at_pods(point.pods).map(|s| s.memory.rss_bytes as f64 / MIB);
+            let sample = result.at_pods(point.pods);
+            let ours_mib = sample.map(|s| s.memory.rss_bytes as f64 / MIB);
             Row {
                 pods: point.pods,
                 kuberay_mib: point.mib,
                 ours_mib,
+                ours_anonymous_mib: sample.and_then(|s| s.memory.anonymous_bytes).map(|b| b as f64 / MIB),
+                ours_pss_mib: sample.and_then(|s| s.memory.pss_bytes).map(|b| b as f64 / MIB),
                 ratio: ours_mib.map(|o| o / point.mib),
             }
         })
@@ -56,7 +63,17 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
     if den == 0.0 { 0.0 } else { num / den }
 }
 
-/// MiB-per-pod slopes: (KubeRay, ours).
+/// MiB-per-pod slope of our anonymous memory (the samples that have it).
+pub fn anonymous_slope(result: &ExperimentResult) -> f64 {
+    let points: Vec<(f64, f64)> = result
+        .samples
+        .iter()
+        .filter_map(|s| Some((s.pods as f64, s.memory.anonymous_bytes? as f64 / MIB)))
+        .collect();
+    slope(&points)
+}
+
+/// MiB-per-pod slopes of RSS: (KubeRay, ours).
 pub fn slopes(result: &ExperimentResult, published: &Published) -> (f64, f64) {
     let theirs: Vec<(f64, f64)> = published
         .experiment(result.experiment)
@@ -89,21 +106,27 @@ pub fn text_table(result: &ExperimentResult, published: &Published) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:>5}  {:>12}  {:>9}  {:>6}",
-        "pods", "KubeRay MiB", "ours MiB", "ratio"
+        "  {:>5}  {:>12}  {:>9}  {:>6}  {:>9}  {:>9}",
+        "pods", "KubeRay MiB", "ours MiB", "ratio", "anon MiB", "PSS MiB"
     );
     for row in rows(result, published) {
         let _ = writeln!(
             out,
-            "  {:>5}  {:>12.2}  {:>9}  {:>6}",
+            "  {:>5}  {:>12.2}  {:>9}  {:>6}  {:>9}  {:>9}",
             row.pods,
             row.kuberay_mib,
             fmt_opt(row.ours_mib, 2),
-            fmt_opt(row.ratio, 2)
+            fmt_opt(row.ratio, 2),
+            fmt_opt(row.ours_anonymous_mib, 2),
+            fmt_opt(row.ours_pss_mib, 2)
         );
     }
     let (theirs, ours) = slopes(result, published);
-    let _ = writeln!(out, "  slope: KubeRay {theirs:.3} MiB/pod, ours {ours:.3} MiB/pod");
+    let _ = writeln!(
+        out,
+        "  slope: KubeRay {theirs:.3} MiB/pod, ours {ours:.3} MiB/pod (anonymous {:.3})",
+        anonymous_slope(result)
+    );
     out
 }
 
@@ -116,35 +139,49 @@ pub fn markdown(results: &[ExperimentResult], published: &Published, wall_secs: 
         "The KubeRay operator's memory benchmark replayed against kuberay-rs: the real `kuberay-operator` \
          release binary as a child process, the experiments' RayClusters (head + `small-group`, 1 CPU / 1 Gi \
          each) created on schedule, each step waited on until every pod is Running and every status is \
-         `ready`, then the operator's resident memory (`VmRSS`) sampled. KubeRay's column is its published \
-         v0.6.0 figure (operator pod memory, Grafana) read from `{}`.\n",
+         `ready`, then the operator's resident memory (`VmRSS`) sampled, with its anonymous memory and \
+         proportional set size (`Anonymous`, `Pss` of `/proc/<pid>/smaps_rollup`). KubeRay's column is its \
+         published v0.6.0 figure (operator pod memory, Grafana) read from `{}`.\n",
         published.source.display()
     );
     let _ = writeln!(out, "Total wall time: {wall_secs:.1} s.\n");
     for result in results {
         let (theirs, ours) = slopes(result, published);
-        let idle = result.at_pods(0).map(|s| s.memory.rss_bytes as f64 / MIB);
+        let idle = result.at_pods(0).map(|s| s.memory);
+        let idle_mib = |bytes: fn(&crate::operator::Memory) -> Option<u64>| {
+            fmt_opt(idle.as_ref().and_then(bytes).map(|b| b as f64 / MIB), 1)
+        };
         let _ = writeln!(out, "## Experiment {}\n", result.experiment);
         let _ = writeln!(
             out,
-            "{} — {} steps in {:.1} s (KubeRay: every {} s). Idle RSS {} MiB; slope KubeRay {theirs:.3} MiB/pod, \
-             ours {ours:.3} MiB/pod.\n",
+            "{} — {} steps in {:.1} s (KubeRay: every {} s). Idle RSS {} MiB (anonymous {} MiB, PSS {} MiB, \
+             {} threads); slope KubeRay {theirs:.3} MiB/pod, ours {ours:.3} MiB/pod (anonymous {:.3}).\n",
             result.description,
             result.samples.len().saturating_sub(1),
             result.wall_ms as f64 / 1000.0,
             result.published_interval_secs,
-            fmt_opt(idle, 1)
+            idle_mib(|m| Some(m.rss_bytes)),
+            idle_mib(|m| m.anonymous_bytes),
+            idle_mib(|m| m.pss_bytes),
+            idle.and_then(|m| m.threads)
+                .map_or_else(|| "-".to_owned(), |t| t.to_string()),
+            anonymous_slope(result)
         );
-        let _ = writeln!(out, "| pods | KubeRay MiB | ours MiB | ratio |");
-        let _ = writeln!(out, "| ---: | ---: | ---: | ---: |");
+        let _ = writeln!(
+            out,
+            "| pods | KubeRay MiB | ours MiB (RSS) | ratio | ours anonymous MiB | ours PSS MiB |"
+        );
+        let _ = writeln!(out, "| ---: | ---: | ---: | ---: | ---: | ---: |");
         for row in rows(result, published) {
             let _ = writeln!(
                 out,
-                "| {} | {:.2} | {} | {} |",
+                "| {} | {:.2} | {} | {} | {} | {} |",
                 row.pods,
                 row.kuberay_mib,
                 fmt_opt(row.ours_mib, 2),
-                fmt_opt(row.ratio, 2)
+                fmt_opt(row.ratio, 2),
+                fmt_opt(row.ours_anonymous_mib, 2),
+                fmt_opt(row.ours_pss_mib, 2)
             );
         }
         let _ = writeln!(out);
@@ -356,6 +393,9 @@ mod tests {
                     rss_bytes: (10 + pods as u64) * 1_048_576,
                     hwm_bytes: (11 + pods as u64) * 1_048_576,
                     metrics_rss_bytes: Some((10 + pods as u64) * 1_048_576),
+                    anonymous_bytes: Some((2 + 2 * pods as u64) * 1_048_576),
+                    pss_bytes: Some((8 + pods as u64) * 1_048_576),
+                    threads: Some(2),
                 },
             })
             .collect();
@@ -376,6 +416,8 @@ mod tests {
         assert_eq!(rows[1].ours_mib, Some(12.0));
         assert!((rows[1].ratio.unwrap() - 12.0 / 22.0).abs() < 1e-9);
         assert_eq!(rows[2].ours_mib, Some(14.0));
+        assert_eq!(rows[2].ours_anonymous_mib, Some(10.0));
+        assert_eq!(rows[2].ours_pss_mib, Some(12.0));
     }
 
     #[test]
@@ -386,6 +428,7 @@ mod tests {
         let (theirs, ours) = slopes(&result(), &published());
         assert!((ours - 1.0).abs() < 1e-9);
         assert!((theirs - 2.5).abs() < 1e-9);
+        assert!((anonymous_slope(&result()) - 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -394,11 +437,18 @@ mod tests {
         let text = text_table(&r, &p);
         assert!(text.contains("Experiment 1"), "{text}");
         assert!(text.contains("KubeRay MiB"));
-        assert!(text.contains("    2         22.00      12.00    0.55"), "{text}");
+        assert!(
+            text.contains("    2         22.00      12.00    0.55       6.00      10.00"),
+            "{text}"
+        );
+        assert!(text.contains("(anonymous 2.000)"), "{text}");
         let md = markdown(std::slice::from_ref(&r), &p, 1.5);
-        assert!(md.contains("| pods | KubeRay MiB | ours MiB | ratio |"));
-        assert!(md.contains("| 4 | 30.00 | 14.00 | 0.47 |"), "{md}");
-        assert!(md.contains("Idle RSS 10.0 MiB"), "{md}");
+        assert!(md.contains("| pods | KubeRay MiB | ours MiB (RSS) | ratio | ours anonymous MiB | ours PSS MiB |"));
+        assert!(md.contains("| 4 | 30.00 | 14.00 | 0.47 | 10.00 | 12.00 |"), "{md}");
+        assert!(
+            md.contains("Idle RSS 10.0 MiB (anonymous 2.0 MiB, PSS 8.0 MiB, 2 threads)"),
+            "{md}"
+        );
         assert!(md.contains("memory.svg"));
     }
 

@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub operator: PathBuf,
     /// A real cluster's kubeconfig; `None` runs kube-sim in-process.
     pub kubeconfig: Option<PathBuf>,
+    /// Flags appended to the operator's command line.
+    pub operator_args: Vec<String>,
     /// Settle time after a step converged, before sampling.
     pub step_interval: Duration,
     /// Directory for logs and kubeconfigs.
@@ -100,7 +102,7 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         &kubeconfig,
         &options.work_dir,
         &format!("e{experiment}"),
-        &[],
+        &options.operator_args,
     )?;
     operator.wait_ready(Duration::from_secs(60)).await?;
     let ready_at = Instant::now();
@@ -115,6 +117,7 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         memory: operator.memory().await?,
     }];
     progress(experiment, steps.len(), &samples[0]);
+    save_smaps(&operator, &options.work_dir, experiment, "idle");
 
     let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
     let mut expected: BTreeMap<String, i32> = BTreeMap::new();
@@ -138,6 +141,7 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         samples.push(sample);
     }
 
+    save_smaps(&operator, &options.work_dir, experiment, "last-step");
     operator.stop();
     match plane {
         ControlPlane::Sim(mut sim) => sim.shutdown(),
@@ -152,6 +156,18 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
     })
 }
 
+/// Keeps a copy of the operator's `/proc/<pid>/smaps` as `smaps-e<experiment>-<when>.txt` in `dir`, for
+/// finding where its memory goes (docs/benchmarks.md); a failure is reported, not fatal.
+fn save_smaps(operator: &Operator, dir: &Path, experiment: u8, when: &str) {
+    let target = dir.join(format!("smaps-e{experiment}-{when}.txt"));
+    // Read and written rather than `fs::copy`, which may see a /proc file as empty.
+    let copied =
+        std::fs::read(format!("/proc/{}/smaps", operator.pid())).and_then(|text| std::fs::write(&target, text));
+    if let Err(e) = copied {
+        eprintln!("kuberay-bench: could not save {}: {e}", target.display());
+    }
+}
+
 fn progress(experiment: u8, steps: usize, sample: &Sample) {
     let mib = |b: u64| b as f64 / 1_048_576.0;
     let metrics = sample
@@ -159,15 +175,19 @@ fn progress(experiment: u8, steps: usize, sample: &Sample) {
         .metrics_rss_bytes
         .map(|b| format!("{:.1}", mib(b)))
         .unwrap_or_else(|| "-".into());
+    let optional = |bytes: Option<u64>| bytes.map_or_else(|| "-".into(), |b| format!("{:.1}", mib(b)));
     eprintln!(
         "[exp {experiment}] step {:>3}/{steps}  clusters {:>3}  pods {:>3}  converged {:>5} ms  RSS {:>6.1} MiB  \
-         (metrics {metrics} MiB, peak {:.1} MiB)",
+         anon {} MiB  PSS {} MiB  (metrics {metrics} MiB, peak {:.1} MiB, threads {})",
         sample.step,
         sample.clusters,
         sample.pods,
         sample.converge_ms,
         mib(sample.memory.rss_bytes),
+        optional(sample.memory.anonymous_bytes),
+        optional(sample.memory.pss_bytes),
         mib(sample.memory.hwm_bytes),
+        sample.memory.threads.map_or_else(|| "-".into(), |t| t.to_string()),
     );
 }
 

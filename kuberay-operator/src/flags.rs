@@ -64,7 +64,15 @@ pub struct Flags {
     /// `--max-unscheduled-worker-pods`: stop creating a RayCluster's workers while this many of them wait
     /// for a node (0: no limit, as KubeRay; ignored with a batch scheduler); not a KubeRay flag.
     pub max_unscheduled_worker_pods: i64,
+    /// `--runtime-worker-threads`: tokio worker threads; 0 runs every task on the main thread (a
+    /// current-thread runtime); not a KubeRay flag.
+    pub runtime_worker_threads: i64,
 }
+
+/// Default of `--runtime-worker-threads`: one thread. The operator waits on the API server far more than it
+/// computes, and every worker thread adds a stack and a glibc malloc arena to its resident memory
+/// (docs/benchmarks.md); reconciles still run concurrently, as async tasks.
+pub const DEFAULT_RUNTIME_WORKER_THREADS: i64 = 0;
 
 impl Default for Flags {
     fn default() -> Self {
@@ -96,6 +104,7 @@ impl Default for Flags {
             webhook_cert_dir: ray_api::constants::DEFAULT_WEBHOOK_CERT_DIR.into(),
             max_unscheduled_worker_pods: i64::try_from(ray_reconcile::config::DEFAULT_MAX_UNSCHEDULED_WORKERS)
                 .unwrap_or(i64::MAX),
+            runtime_worker_threads: DEFAULT_RUNTIME_WORKER_THREADS,
         }
     }
 }
@@ -143,6 +152,9 @@ impl fmt::Display for FlagError {
 }
 
 impl std::error::Error for FlagError {}
+
+/// Most `--runtime-worker-threads` accepted (a typo's guard, not a tuning limit).
+const MAX_RUNTIME_WORKER_THREADS: i64 = 1024;
 
 /// The kind of value a flag takes.
 #[derive(Clone, Copy)]
@@ -258,6 +270,11 @@ const FLAGS: &[(&str, Kind, &str)] = &[
         "Stop creating a RayCluster's worker Pods while this many wait for a node (0: no limit; ignored with a \
          batch scheduler); not a KubeRay flag.",
     ),
+    (
+        "runtime-worker-threads",
+        Kind::Int,
+        "Async runtime worker threads (0: run everything on the main thread); not a KubeRay flag.",
+    ),
 ];
 
 /// The usage text printed for `-h`.
@@ -358,6 +375,12 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
                     }
                     flags.max_unscheduled_worker_pods = v;
                 }
+                "runtime-worker-threads" => {
+                    if !(0..=MAX_RUNTIME_WORKER_THREADS).contains(&v) {
+                        return Err(invalid("must be between 0 and 1024"));
+                    }
+                    flags.runtime_worker_threads = v;
+                }
                 "webhook-port" => {
                     if !(1..=i64::from(u16::MAX)).contains(&v) {
                         return Err(invalid("port out of range"));
@@ -438,6 +461,20 @@ mod tests {
         assert_eq!(f.reconcile_concurrency, 16);
         assert_eq!(f.watch_namespace, "a,b");
         assert_eq!(f.feature_gates, "RayClusterStatusConditions=true");
+    }
+
+    #[test]
+    fn runtime_worker_threads_are_bounded() {
+        assert_eq!(run(&[]).runtime_worker_threads, DEFAULT_RUNTIME_WORKER_THREADS);
+        assert_eq!(run(&["--runtime-worker-threads=2"]).runtime_worker_threads, 2);
+        assert_eq!(run(&["--runtime-worker-threads", "0"]).runtime_worker_threads, 0);
+        for bad in ["-1", "1025"] {
+            let parsed = parse([format!("--runtime-worker-threads={bad}")]);
+            assert!(
+                matches!(parsed, Err(FlagError::InvalidValue { .. })),
+                "{bad}: {parsed:?}"
+            );
+        }
     }
 
     #[test]

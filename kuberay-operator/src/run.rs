@@ -80,19 +80,7 @@ pub fn main(args: Vec<String>) -> anyhow::Result<ExitCode> {
         (config_file::apply(&config, &flags), Some(config))
     };
     init_logging(&flags)?;
-    // The operator waits on the API server far more than it computes: a few workers are enough, and on a
-    // large node one worker per core would only add thread stacks and allocator arenas to its memory.
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_RUNTIME_WORKERS);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        // Unoptimised builds put the reconcile futures' large frames on the worker stacks: a RayCronJob's
-        // RayJob reconciled on tokio's 2 MiB default overflowed in the debug end-to-end test. Stacks are
-        // reserved, not committed: only the pages a thread touches count in the resident memory.
-        .thread_stack_size(WORKER_STACK_BYTES)
-        .enable_all()
-        .build()?;
+    let runtime = build_runtime(flags.runtime_worker_threads)?;
     runtime.block_on(run(flags, file_config))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -228,8 +216,25 @@ async fn shutdown_signal() {
 /// Stack size of the tokio worker threads (see where the runtime is built).
 const WORKER_STACK_BYTES: usize = 16 << 20;
 
-/// Most tokio worker threads the operator runs.
-const MAX_RUNTIME_WORKERS: usize = 4;
+/// The async runtime for `--runtime-worker-threads`: 0 runs every task on the main thread, N > 0 runs them on
+/// N worker threads. Either way the controllers and their reconciles (`--reconcile-concurrency`) run as
+/// concurrent tasks; worker threads only add parallel CPU, and cost a stack and a malloc arena each.
+fn build_runtime(worker_threads: i64) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = match usize::try_from(worker_threads) {
+        Ok(0) | Err(_) => tokio::runtime::Builder::new_current_thread(),
+        Ok(workers) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+    };
+    // Unoptimised builds put the reconcile futures' large frames on the thread stacks: a RayCronJob's RayJob
+    // reconciled on tokio's 2 MiB default overflowed in the debug end-to-end test. Stacks are reserved, not
+    // committed: only the pages a thread touches count in the resident memory. (The main thread's stack,
+    // which a current-thread runtime runs on, is the system's: 8 MiB by default.)
+    builder.thread_stack_size(WORKER_STACK_BYTES);
+    Ok(builder.enable_all().build()?)
+}
 
 /// First wait before retrying a failed Lease request at startup.
 const LEASE_RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(200);
