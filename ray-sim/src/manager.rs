@@ -162,7 +162,7 @@ impl Shared {
         let Ok(stored) = self.store.get(&rayclusters_gvr(), Some(namespace), cluster) else {
             return Vec::new();
         };
-        let spec = match serde_json::from_value::<ray_api::RayCluster>(stored.value.clone()) {
+        let spec = match serde_json::from_value::<ray_api::RayCluster>(stored.value()) {
             Ok(rc) => rc.spec,
             Err(e) => {
                 tracing::warn!(namespace, cluster, error = %e, "hollow ray: RayCluster does not decode");
@@ -196,7 +196,7 @@ impl Shared {
         };
         pods.items
             .iter()
-            .map(|p| &p.value)
+            .map(|p| &p.value())
             .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
             .filter_map(|p| {
                 Some(RayNode {
@@ -212,7 +212,7 @@ impl Shared {
     /// RayCluster exists.
     fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<(String, String)> {
         let rc = self.store.get(&rayclusters_gvr(), Some(namespace), cluster).ok()?;
-        if rc.value["metadata"]["deletionTimestamp"].is_string() {
+        if rc.value()["metadata"]["deletionTimestamp"].is_string() {
             return None;
         }
         let opts = ListOptions {
@@ -228,9 +228,9 @@ impl Shared {
             .ok()?;
         pods.items
             .iter()
-            .find(|p| p.value["status"]["phase"] == "Running" && p.value["metadata"]["deletionTimestamp"].is_null())
+            .find(|p| p.value()["status"]["phase"] == "Running" && p.value()["metadata"]["deletionTimestamp"].is_null())
             .map(|p| {
-                let container = p.value["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
+                let container = p.value()["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
                 (p.uid().to_string(), container.to_string())
             })
     }
@@ -255,7 +255,7 @@ impl Shared {
         let Some(obj) = ev.object() else { return };
         let ns = obj.namespace().unwrap_or_default();
         if is_pod {
-            if let Some(c) = obj.value["metadata"]["labels"][CLUSTER_LABEL].as_str() {
+            if let Some(c) = obj.value()["metadata"]["labels"][CLUSTER_LABEL].as_str() {
                 self.reconcile(ns, c);
             }
         } else {

@@ -341,7 +341,7 @@ fn condition_true(obj: &Value, ty: &str) -> bool {
 /// resourceVersion of `obj`.
 fn status_patch(obj: &StoredObject, desired: &Value) -> Value {
     let mut status = desired.clone();
-    null_removed(&obj.value["status"], &mut status);
+    null_removed(&obj.value()["status"], &mut status);
     json!({"metadata": {"resourceVersion": obj.rv.to_string()}, "status": status})
 }
 
