@@ -274,10 +274,9 @@ pub(crate) fn iterate(
 
     // Ray nodes the head knows; a Running pod it has not heard of yet has not joined.
     let joined: Vec<String> = head.ray_nodes().into_iter().map(|n| n.name).collect();
-    let workers: Vec<&Value> = pods
-        .items
+    let pod_values: Vec<Value> = pods.items.iter().map(|p| p.value()).collect();
+    let workers: Vec<&Value> = pod_values
         .iter()
-        .map(|p| &p.value())
         .filter(|p| label(p, NODE_TYPE_LABEL) == Some(WORKER_NODE_TYPE) && !is_deleting(p))
         .collect();
     let up = |pod: &Value| {

@@ -196,13 +196,13 @@ impl Shared {
         };
         pods.items
             .iter()
-            .map(|p| &p.value())
+            .map(|p| p.value())
             .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
             .filter_map(|p| {
                 Some(RayNode {
                     name: p["metadata"]["name"].as_str()?.to_string(),
                     is_head: p["metadata"]["labels"][NODE_TYPE_LABEL] == "head",
-                    resources: resources_of(p)?,
+                    resources: resources_of(&p)?,
                 })
             })
             .collect()
@@ -226,13 +226,12 @@ impl Shared {
             .store
             .list(&kube_sim::kinds::Gvr::pods(), Some(namespace), &opts)
             .ok()?;
-        pods.items
-            .iter()
-            .find(|p| p.value()["status"]["phase"] == "Running" && p.value()["metadata"]["deletionTimestamp"].is_null())
-            .map(|p| {
-                let container = p.value()["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
-                (p.uid().to_string(), container.to_string())
-            })
+        pods.items.iter().find_map(|p| {
+            let pod = p.value();
+            let running = pod["status"]["phase"] == "Running" && pod["metadata"]["deletionTimestamp"].is_null();
+            let container = pod["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
+            running.then(|| (p.uid().to_string(), container.to_string()))
+        })
     }
 
     fn reconcile_all(&self) {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{
-    Agent, Cache, JOB_TRACKING_FINALIZER, Key, condition_true, has_finalizer, is_terminal, is_terminating, node_name,
-    now, phase, set_condition, status_patch,
+    Agent, Cache, JOB_TRACKING_FINALIZER, Key, condition_true, is_terminal, is_terminating, node_name, now, phase,
+    set_condition, status_patch,
 };
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
@@ -139,7 +139,7 @@ impl JobController {
             let Some(p) = self.cache.maps[PODS].get(&key) else {
                 continue;
             };
-            if has_finalizer(&p.value(), JOB_TRACKING_FINALIZER)
+            if p.has_finalizer(JOB_TRACKING_FINALIZER)
                 && p.controller_uid().is_none_or(|u| !self.jobs_by_uid.contains_key(u))
             {
                 take_write_failed();
@@ -265,7 +265,7 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
     if finished {
         for p in pods
             .iter()
-            .filter(|p| is_terminal(&p.value()) && has_finalizer(&p.value(), JOB_TRACKING_FINALIZER))
+            .filter(|p| p.has_finalizer(JOB_TRACKING_FINALIZER) && is_terminal(&p.value()))
         {
             remove_tracking_finalizer(store, p);
         }
@@ -297,16 +297,13 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
     // Uncounted pods whose finalizer is gone are now counted.
     let counted = |set: &mut BTreeSet<String>| {
         let before = set.len();
-        set.retain(|u| find(u).is_some_and(|p| has_finalizer(&p.value(), JOB_TRACKING_FINALIZER)));
+        set.retain(|u| find(u).is_some_and(|p| p.has_finalizer(JOB_TRACKING_FINALIZER)));
         (before - set.len()) as u64
     };
     succeeded += counted(&mut unc_s);
     failed += counted(&mut unc_f);
     // Newly finished pods become uncounted.
-    for p in pods
-        .iter()
-        .filter(|p| has_finalizer(&p.value(), JOB_TRACKING_FINALIZER))
-    {
+    for p in pods.iter().filter(|p| p.has_finalizer(JOB_TRACKING_FINALIZER)) {
         let uid = p.uid().to_string();
         if unc_s.contains(&uid) || unc_f.contains(&uid) {
             continue;

@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ANN_EXIT_CODE, ANN_FAILURE, ANN_RUN_DURATION, ANN_START_DELAY, Agent, Cache, Key, PodExit, annotation,
-    controller_uid, is_terminal, is_terminating, node_name, now, parse_duration, phase, set_condition, status_patch,
+    controller_uid, is_terminal, is_terminating, node_name, now, parse_duration, phase, set_condition,
+    status_patch_over,
 };
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
@@ -546,7 +547,8 @@ impl Kubelet {
 
     /// Writes `status` (merge patch on `/status`, guarded by the RV); true on success.
     fn write(&mut self, store: &Store, pod: &StoredObject, status: Value) -> bool {
-        if status == pod.value()["status"] {
+        let current = pod.value();
+        if status == current["status"] {
             return true;
         }
         match store.patch(
@@ -554,7 +556,7 @@ impl Kubelet {
             pod.namespace(),
             pod.name(),
             &PatchKind::Merge,
-            &status_patch(pod, &status),
+            &status_patch_over(pod.rv, &current["status"], &status),
             Some("status"),
         ) {
             Ok(_) => true,

@@ -33,6 +33,8 @@ struct IndexedMeta {
     labels: Box<[(Box<str>, Box<str>)]>,
     /// `metadata.ownerReferences`: the fields the owner index and the controllers read.
     owners: Box<[OwnerKey]>,
+    /// `metadata.finalizers`.
+    finalizers: Box<[Box<str>]>,
 }
 
 /// The fields of an owner reference read without decoding its object.
@@ -74,6 +76,10 @@ impl IndexedMeta {
                         })
                         .collect()
                 })
+                .unwrap_or_default(),
+            finalizers: meta["finalizers"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|f| f.as_str().map(Box::from)).collect())
                 .unwrap_or_default(),
         }
     }
@@ -128,6 +134,11 @@ impl StoredObject {
         self.meta.owners.iter().map(|o| o.uid.as_ref())
     }
 
+    /// Whether `metadata.finalizers` holds `finalizer`.
+    pub fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.meta.finalizers.iter().any(|f| f.as_ref() == finalizer)
+    }
+
     /// The `uid` of the controller owner reference (`controller: true`), if any.
     pub fn controller_uid(&self) -> Option<&str> {
         self.meta.owners.iter().find(|o| o.controller).map(|o| o.uid.as_ref())
@@ -180,6 +191,7 @@ mod tests {
                 "name": "web-1",
                 "namespace": "prod",
                 "uid": "u-1",
+                "finalizers": ["batch.kubernetes.io/job-tracking"],
                 "labels": {"app": "web", "tier": "front"},
                 "ownerReferences": [
                     {"kind": "ReplicaSet", "name": "web", "uid": "rs-1", "controller": true},
@@ -215,6 +227,7 @@ mod tests {
         assert_eq!(obj.controller_uid(), Some("rs-1"));
         assert_eq!(obj.controller_of_kind("ReplicaSet"), Some("rs-1"));
         assert_eq!(obj.controller_of_kind("ConfigMap"), None);
+        assert!(obj.has_finalizer("batch.kubernetes.io/job-tracking") && !obj.has_finalizer("other"));
         let bare = StoredObject::new(json!({"metadata": {"name": "n"}}), 1);
         assert_eq!((bare.namespace(), bare.uid(), bare.label("app")), (None, "", None));
         assert_eq!(bare.controller_uid(), None);
