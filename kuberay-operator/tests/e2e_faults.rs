@@ -235,7 +235,7 @@ impl PodSampler {
                         WatchEvent::Deleted(o) => (o, true),
                         _ => continue,
                     };
-                    let Some(cluster) = pod.value()["metadata"]["labels"][RAY_CLUSTER_LABEL].as_str() else {
+                    let Some(cluster) = pod.label(RAY_CLUSTER_LABEL) else {
                         continue;
                     };
                     if deleted || !is_live(&pod.value()) {
