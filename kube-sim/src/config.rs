@@ -92,6 +92,9 @@ impl Default for AgentConfig {
     }
 }
 
+/// Default of [`SimConfig::history_max`]: upstream's largest watch cache (100×1024 events).
+pub const DEFAULT_HISTORY_MAX: usize = 100 * 1024;
+
 /// Configuration of the API server and its store.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -109,6 +112,10 @@ pub struct SimConfig {
     /// Events younger than this are kept for watch resumption even beyond `history_len` (spec W-8: the last
     /// 10,000 events or 5 min per kind, whichever is larger).
     pub history_age: Duration,
+    /// Hard ceiling on the events kept per resource, whatever their age (upstream's watch cache holds at most
+    /// 100×1024 events per kind), so a burst of writes cannot grow the window without bound; a resume from
+    /// before the window gets 410 Gone.
+    pub history_max: usize,
     /// Capacity of each resource's event fan-out channel; a watcher lagging further is disconnected.
     pub watch_channel_capacity: usize,
     /// Interval between periodic BOOKMARK events on watches that asked for them.
@@ -149,6 +156,7 @@ impl Default for SimConfig {
             seed: 42,
             history_len: 10_000,
             history_age: Duration::from_secs(300),
+            history_max: DEFAULT_HISTORY_MAX,
             watch_channel_capacity: 16_384,
             bookmark_interval: Duration::from_secs(60),
             max_watch_timeout: Duration::from_secs(1800),

@@ -161,7 +161,11 @@ impl LabelSelector {
     /// Whether an object (its `metadata.labels`) matches.
     pub fn matches(&self, obj: &Value) -> bool {
         let labels = &obj["metadata"]["labels"];
-        let get = |k: &str| labels.get(k).and_then(Value::as_str);
+        self.matches_with(|k| labels.get(k).and_then(Value::as_str))
+    }
+
+    /// Whether labels read through `get` (a key's value, if set) match.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|r| match r {
             LabelRequirement::Exists(k) => get(k).is_some(),
             LabelRequirement::NotExists(k) => get(k).is_none(),
@@ -286,6 +290,21 @@ impl FieldSelector {
             .iter()
             .find(|(k, eq, _)| *eq && k == "metadata.name")
             .map(|(_, _, v)| v.as_str())
+    }
+
+    /// Whether an object with this name and namespace matches, when every term reads only `metadata.name` or
+    /// `metadata.namespace`; `None` when a term reads another field.
+    pub fn matches_metadata(&self, name: &str, namespace: Option<&str>) -> Option<bool> {
+        let mut all = true;
+        for (path, eq, want) in &self.0 {
+            let actual = match path.as_str() {
+                "metadata.name" => name,
+                "metadata.namespace" => namespace.unwrap_or_default(),
+                _ => return None,
+            };
+            all &= (actual == want) == *eq;
+        }
+        Some(all)
     }
 
     /// Whether an object matches every term.

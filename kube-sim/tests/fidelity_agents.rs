@@ -215,17 +215,19 @@ async fn f41_job_completes() {
     let client = sim.client();
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    let created = jobs
-        .create(&PostParams::default(), &job("j41", 2, 6, json!({})))
-        .await
-        .unwrap();
-    let uid = created.metadata.uid.clone().unwrap();
-    // Watch the Job's pods to see them created one at a time, with labels, owner and tracking finalizer.
+    // Watch the Job's pods to see them created one at a time, with labels, owner and tracking finalizer. The
+    // watch starts before the Job, so it sees every pod from its creation (a watch started after the Job could
+    // begin with a pod that already finished, when the machine is busy).
     let mut stream = pods
         .watch(&WatchParams::default().labels("job-name=j41"), "0")
         .await
         .unwrap()
         .boxed();
+    let created = jobs
+        .create(&PostParams::default(), &job("j41", 2, 6, json!({})))
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
     let done = tokio::time::timeout(
         WAIT,
         await_condition(jobs.clone(), "j41", conditions::is_job_completed()),

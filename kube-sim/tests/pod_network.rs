@@ -203,7 +203,7 @@ fn create_service(sim: &SimHandle, spec: Value, name: &str) -> Value {
     sim.store()
         .create(&Gvr::services(), Some("default"), svc)
         .unwrap()
-        .value
+        .value()
         .clone()
 }
 
@@ -221,16 +221,16 @@ async fn wait_slice(sim: &SimHandle, svc: &str, what: &str, pred: impl Fn(&[Valu
             )
             .unwrap();
         if let [slice] = slices.items.as_slice() {
-            let eps = slice.value["endpoints"].as_array().cloned().unwrap_or_default();
+            let eps = slice.value()["endpoints"].as_array().cloned().unwrap_or_default();
             if pred(&eps) {
                 let endpoints = sim.store().get(&Gvr::core("endpoints"), Some("default"), svc).unwrap();
-                return (slice.value.clone(), endpoints.value.clone());
+                return (slice.value(), endpoints.value());
             }
         }
         assert!(
             tokio::time::Instant::now() < deadline,
             "EndpointSlice of {svc}: {what}; last {slices:?}",
-            slices = slices.items.iter().map(|s| s.value.clone()).collect::<Vec<_>>()
+            slices = slices.items.iter().map(|s| s.value()).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

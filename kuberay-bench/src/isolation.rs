@@ -151,7 +151,7 @@ fn status_fields(sim: &SimHandle, gvr: &Gvr, field: &str) -> anyhow::Result<Hash
         .items
         .iter()
         .map(|o| {
-            let value = o.value["status"][field].as_str().unwrap_or_default().to_owned();
+            let value = o.value()["status"][field].as_str().unwrap_or_default().to_owned();
             (o.name().to_owned(), value)
         })
         .collect())

@@ -349,11 +349,11 @@ fn count_pods(sim: &SimHandle) -> anyhow::Result<(usize, usize)> {
     let live = listed
         .items
         .iter()
-        .filter(|p| p.value["metadata"]["deletionTimestamp"].is_null());
+        .filter(|p| p.value()["metadata"]["deletionTimestamp"].is_null());
     let (mut existing, mut running) = (0, 0);
     for pod in live {
         existing += 1;
-        if pod.value["status"]["phase"] == "Running" {
+        if pod.value()["status"]["phase"] == "Running" {
             running += 1;
         }
     }
@@ -371,7 +371,7 @@ fn count_ready_clusters(sim: &SimHandle, workers: usize) -> anyhow::Result<usize
         .items
         .iter()
         .filter(|c| {
-            let status = &c.value["status"];
+            let status = &c.value()["status"];
             status["state"] == "ready" && status["readyWorkerReplicas"].as_u64() == Some(workers as u64)
         })
         .count())

@@ -165,7 +165,7 @@ async fn autoscaler_sample_scales_with_actors() {
                 let (WatchEvent::Added(o) | WatchEvent::Modified(o)) = ev else {
                     continue;
                 };
-                let Ok(rc) = serde_json::from_value::<RayCluster>(o.value.clone()) else {
+                let Ok(rc) = serde_json::from_value::<RayCluster>(o.value()) else {
                     continue;
                 };
                 let list = workers_to_delete(&rc);

@@ -127,7 +127,7 @@ fn cluster_pods(store: &Store, cluster: &str) -> Vec<Value> {
         .unwrap()
         .items
         .iter()
-        .map(|o| o.value.clone())
+        .map(|o| o.value())
         .collect()
 }
 
@@ -139,7 +139,7 @@ fn live_ray_pods(store: &Store) -> usize {
         .unwrap()
         .items
         .iter()
-        .filter(|o| is_live(&o.value))
+        .filter(|o| is_live(&o.value()))
         .count()
 }
 
@@ -157,7 +157,7 @@ fn converged(store: &Store, cluster: &str, workers: i64) -> Result<(), String> {
             live.len()
         ));
     }
-    let status = store.get(&rayclusters(), Some(NS), cluster).unwrap().value["status"].clone();
+    let status = store.get(&rayclusters(), Some(NS), cluster).unwrap().value()["status"].clone();
     let ready = status["state"] == ClusterState::Ready.as_str()
         && status["desiredWorkerReplicas"] == workers
         && status["readyWorkerReplicas"] == workers;
@@ -235,13 +235,13 @@ impl PodSampler {
                         WatchEvent::Deleted(o) => (o, true),
                         _ => continue,
                     };
-                    let Some(cluster) = pod.value["metadata"]["labels"][RAY_CLUSTER_LABEL].as_str() else {
+                    let Some(cluster) = pod.label(RAY_CLUSTER_LABEL) else {
                         continue;
                     };
-                    if deleted || !is_live(&pod.value) {
+                    if deleted || !is_live(&pod.value()) {
                         live.remove(pod.name());
                     } else {
-                        live.insert(pod.name().to_owned(), (cluster.to_owned(), group_key(&pod.value)));
+                        live.insert(pod.name().to_owned(), (cluster.to_owned(), group_key(&pod.value())));
                     }
                     Self::check(&live, cluster, &d.lock().unwrap(), &mut s.lock().unwrap());
                 }
@@ -312,7 +312,7 @@ async fn operator_rss(metrics_port: u16) -> f64 {
 /// The current holder of the leader-election Lease, if any.
 fn lease_holder(store: &Store) -> Option<String> {
     let lease = store.get(&leases(), Some(NS), LEASE).ok()?;
-    lease.value["spec"]["holderIdentity"]
+    lease.value()["spec"]["holderIdentity"]
         .as_str()
         .filter(|h| !h.is_empty())
         .map(str::to_owned)
@@ -321,10 +321,10 @@ fn lease_holder(store: &Store) -> Option<String> {
 /// A timestamp of the leader-election Lease's spec (`renewTime`, `acquireTime`).
 fn lease_time(store: &Store, field: &str) -> k8s_openapi::jiff::Timestamp {
     let lease = store.get(&leases(), Some(NS), LEASE).unwrap();
-    lease.value["spec"][field]
+    lease.value()["spec"][field]
         .as_str()
         .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("Lease spec.{field}: {}", lease.value))
+        .unwrap_or_else(|| panic!("Lease spec.{field}: {}", lease.value()))
 }
 
 async fn wait_for_holder(store: &Store, other_than: Option<&str>, timeout: Duration) -> String {

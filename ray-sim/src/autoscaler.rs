@@ -243,7 +243,7 @@ pub(crate) fn iterate(
     state: &mut ClusterState,
 ) -> Result<Vec<ScaleEvent>, AutoscalerError> {
     let stored = shared.store.get(&rayclusters_gvr(), Some(namespace), cluster)?;
-    if is_deleting(&stored.value) {
+    if is_deleting(&stored.value()) {
         return Ok(Vec::new());
     }
     let opts = ListOptions {
@@ -254,11 +254,11 @@ pub(crate) fn iterate(
     let Some(head_pod) = pods
         .items
         .iter()
-        .find(|p| label(&p.value, NODE_TYPE_LABEL) == Some(HEAD_NODE_TYPE) && is_running(&p.value))
+        .find(|p| label(&p.value(), NODE_TYPE_LABEL) == Some(HEAD_NODE_TYPE) && is_running(&p.value()))
     else {
         return Ok(Vec::new());
     };
-    if !has_autoscaler_sidecar(&head_pod.value) {
+    if !has_autoscaler_sidecar(&head_pod.value()) {
         return Ok(Vec::new());
     }
     let Some(head) = shared.head(namespace, cluster) else {
@@ -270,14 +270,13 @@ pub(crate) fn iterate(
             idle: IdleTracker::new(),
         };
     }
-    let ray_cluster: RayCluster = serde_json::from_value(stored.value.clone())?;
+    let ray_cluster: RayCluster = serde_json::from_value(stored.value())?;
 
     // Ray nodes the head knows; a Running pod it has not heard of yet has not joined.
     let joined: Vec<String> = head.ray_nodes().into_iter().map(|n| n.name).collect();
-    let workers: Vec<&Value> = pods
-        .items
+    let pod_values: Vec<Value> = pods.items.iter().map(|p| p.value()).collect();
+    let workers: Vec<&Value> = pod_values
         .iter()
-        .map(|p| &p.value)
         .filter(|p| label(p, NODE_TYPE_LABEL) == Some(WORKER_NODE_TYPE) && !is_deleting(p))
         .collect();
     let up = |pod: &Value| {
@@ -324,7 +323,7 @@ pub(crate) fn iterate(
             "hollow autoscaler: infeasible demands"
         );
     }
-    let ops = scale_patch(&stored.value, &input, &plan);
+    let ops = scale_patch(&stored.value(), &input, &plan);
     if ops.is_empty() {
         return Ok(Vec::new());
     }
@@ -537,8 +536,9 @@ mod tests {
         auto.create_actor(cpu1()).unwrap();
         plain.create_actor(cpu1()).unwrap();
 
-        let group =
-            |name: &str| store.get(&rayclusters_gvr(), ns, name).unwrap().value["spec"]["workerGroupSpecs"][1].clone();
+        let group = |name: &str| {
+            store.get(&rayclusters_gvr(), ns, name).unwrap().value()["spec"]["workerGroupSpecs"][1].clone()
+        };
         let until = |what: &str, f: &dyn Fn() -> bool| {
             let deadline = std::time::Instant::now() + wait;
             while !f() {

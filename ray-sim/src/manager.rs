@@ -174,7 +174,7 @@ impl Shared {
         let Ok(stored) = self.store.get(&rayclusters_gvr(), Some(namespace), cluster) else {
             return Vec::new();
         };
-        let spec = match serde_json::from_value::<ray_api::RayCluster>(stored.value.clone()) {
+        let spec = match serde_json::from_value::<ray_api::RayCluster>(stored.value()) {
             Ok(rc) => rc.spec,
             Err(e) => {
                 tracing::warn!(namespace, cluster, error = %e, "hollow ray: RayCluster does not decode");
@@ -208,13 +208,13 @@ impl Shared {
         };
         pods.items
             .iter()
-            .map(|p| &p.value)
+            .map(|p| p.value())
             .filter(|p| p["status"]["phase"] == "Running" && p["metadata"]["deletionTimestamp"].is_null())
             .filter_map(|p| {
                 Some(RayNode {
                     name: p["metadata"]["name"].as_str()?.to_string(),
                     is_head: p["metadata"]["labels"][NODE_TYPE_LABEL] == "head",
-                    resources: resources_of(p)?,
+                    resources: resources_of(&p)?,
                 })
             })
             .collect()
@@ -224,7 +224,7 @@ impl Shared {
     /// RayCluster exists, with the dashboard delay the RayCluster's annotation asks for.
     fn running_head_pod(&self, namespace: &str, cluster: &str) -> Option<(String, String, Option<Duration>)> {
         let rc = self.store.get(&rayclusters_gvr(), Some(namespace), cluster).ok()?;
-        if rc.value["metadata"]["deletionTimestamp"].is_string() {
+        if rc.value()["metadata"]["deletionTimestamp"].is_string() {
             return None;
         }
         let opts = ListOptions {
@@ -238,13 +238,13 @@ impl Shared {
             .store
             .list(&kube_sim::kinds::Gvr::pods(), Some(namespace), &opts)
             .ok()?;
-        pods.items
-            .iter()
-            .find(|p| p.value["status"]["phase"] == "Running" && p.value["metadata"]["deletionTimestamp"].is_null())
-            .map(|p| {
-                let container = p.value["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
-                (p.uid().to_string(), container.to_string(), annotated_delay(&rc.value))
-            })
+        let delay = annotated_delay(&rc.value());
+        pods.items.iter().find_map(|p| {
+            let pod = p.value();
+            let running = pod["status"]["phase"] == "Running" && pod["metadata"]["deletionTimestamp"].is_null();
+            let container = pod["spec"]["containers"][0]["name"].as_str().unwrap_or_default();
+            running.then(|| (p.uid().to_string(), container.to_string(), delay))
+        })
     }
 
     fn reconcile_all(&self) {
@@ -267,7 +267,7 @@ impl Shared {
         let Some(obj) = ev.object() else { return };
         let ns = obj.namespace().unwrap_or_default();
         if is_pod {
-            if let Some(c) = obj.value["metadata"]["labels"][CLUSTER_LABEL].as_str() {
+            if let Some(c) = obj.value()["metadata"]["labels"][CLUSTER_LABEL].as_str() {
                 self.reconcile(ns, c);
             }
         } else {

@@ -329,7 +329,7 @@ impl SubmitterHook {
     fn resolve(&self, shared: &Shared, cmd: &SubmitterCommand, pod_ns: &str) -> Option<Arc<HollowRayHead>> {
         let (ns, svc) = address_service(&cmd.address, pod_ns)?;
         let service = shared.store.get(&Gvr::services(), Some(&ns), &svc).ok()?;
-        shared.head_for_service(&ns, &service.value)
+        shared.head_for_service(&ns, &service.value())
     }
 }
 
@@ -450,7 +450,7 @@ fn drive_sidecars(shared: &Shared, playing: &mut HashMap<(String, String), Sidec
     };
     let mut live = std::collections::HashSet::new();
     for pod in &pods.items {
-        let v = &pod.value;
+        let v = &pod.value();
         if v["status"]["phase"] != "Running" || !v["metadata"]["deletionTimestamp"].is_null() {
             continue;
         }
@@ -503,7 +503,7 @@ fn drive_sidecars(shared: &Shared, playing: &mut HashMap<(String, String), Sidec
 /// Writes `container` of `pod` as terminated with `code` (the other containers keep their status).
 fn mark_terminated(shared: &Shared, pod: &kube_sim::store::StoredObject, container: &str, code: i32) {
     let now = kube_sim::store::now_rfc3339();
-    let mut statuses: Vec<Value> = pod.value["status"]["containerStatuses"]
+    let mut statuses: Vec<Value> = pod.value()["status"]["containerStatuses"]
         .as_array()
         .cloned()
         .unwrap_or_default();

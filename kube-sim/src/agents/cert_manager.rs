@@ -70,7 +70,7 @@ impl Agent for CertManager {
             let Some(object) = self.cache.maps[kind].get(&key).cloned() else {
                 continue;
             };
-            if is_terminating(&object.value) {
+            if is_terminating(&object.value()) {
                 continue;
             }
             let result = match kind {
@@ -141,13 +141,13 @@ fn fake_pem(label: &str, document: &Value) -> String {
 }
 
 fn reconcile_certificate(store: &Store, certificate: &crate::store::StoredObject) -> Result<(), String> {
-    let value = &certificate.value;
+    let value = &certificate.value();
     let namespace = certificate.namespace();
     let Some(secret_name) = value["spec"]["secretName"].as_str().filter(|s| !s.is_empty()) else {
         return Ok(());
     };
     let secret = store.get(&Gvr::core("secrets"), namespace, secret_name).ok();
-    if issued_for_current_spec(value) && secret.as_ref().is_some_and(|s| secret_complete(&s.value)) {
+    if issued_for_current_spec(value) && secret.as_ref().is_some_and(|s| secret_complete(&s.value())) {
         return Ok(());
     }
     let spec = &value["spec"];
@@ -246,13 +246,13 @@ fn reconcile_certificate(store: &Store, certificate: &crate::store::StoredObject
 }
 
 fn reconcile_issuer(store: &Store, issuer: &crate::store::StoredObject) -> Result<(), String> {
-    if condition_true(&issuer.value, "Ready") {
+    if condition_true(&issuer.value(), "Ready") {
         return Ok(());
     }
     let status = json!({"conditions": [{
         "type": "Ready", "status": "True", "reason": "KeyPairVerified",
         "message": "Signing CA verified", "lastTransitionTime": now(),
-        "observedGeneration": generation(&issuer.value),
+        "observedGeneration": generation(&issuer.value()),
     }]});
     store
         .patch(

@@ -98,19 +98,22 @@ impl Reconciler for DaemonSetController {
         pods: &[Arc<StoredObject>],
         extra: Extra<'_>,
     ) -> Result<Option<Duration>, ApiError> {
-        if is_terminating(&ds.value) {
+        if is_terminating(&ds.value()) {
             return Ok(None);
         }
-        let v = &ds.value;
+        let v = &ds.value();
         let template = &v["spec"]["template"];
         let min_ready = spec_i64(v, "minReadySeconds", 0);
         let collisions = v["status"]["collisionCount"].as_u64().map(|c| c as u32);
         let hash = template_hash(template, collisions);
         let nodes: Vec<&Arc<StoredObject>> = extra.first().into_iter().flat_map(|m| m.values()).collect();
-        let mut on_node: BTreeMap<&str, Vec<&Arc<StoredObject>>> = BTreeMap::new();
-        for p in pods.iter().filter(|p| is_active(&p.value) || is_terminal(&p.value)) {
-            if let Some(n) = node_name(&p.value) {
-                on_node.entry(n).or_default().push(p);
+        let mut on_node: BTreeMap<String, Vec<&Arc<StoredObject>>> = BTreeMap::new();
+        for p in pods {
+            let value = p.value();
+            if (is_active(&value) || is_terminal(&value))
+                && let Some(n) = node_name(&value)
+            {
+                on_node.entry(n.to_string()).or_default().push(p);
             }
         }
         let mut result: Result<(), ApiError> = Ok(());
@@ -124,27 +127,27 @@ impl Reconciler for DaemonSetController {
         let mut outdated: Vec<&Arc<StoredObject>> = Vec::new();
         let mut unavailable_now = 0;
         for node in &nodes {
-            let wanted = eligible(template, &node.value);
+            let wanted = eligible(template, &node.value());
             let here = on_node.get(node.name()).cloned().unwrap_or_default();
             if !wanted {
-                if here.iter().any(|p| is_active(&p.value)) {
+                if here.iter().any(|p| is_active(&p.value())) {
                     misscheduled += 1;
                 }
-                for p in here.iter().filter(|p| !is_terminating(&p.value)) {
+                for p in here.iter().filter(|p| !is_terminating(&p.value())) {
                     remember(delete_child(store, &Gvr::pods(), p));
                 }
                 continue;
             }
             desired += 1;
-            let live: Vec<&&Arc<StoredObject>> = here.iter().filter(|p| is_active(&p.value)).collect();
+            let live: Vec<&&Arc<StoredObject>> = here.iter().filter(|p| is_active(&p.value())).collect();
             for p in here
                 .iter()
-                .filter(|p| is_terminal(&p.value) && !is_terminating(&p.value))
+                .filter(|p| is_terminal(&p.value()) && !is_terminating(&p.value()))
             {
                 remember(delete_child(store, &Gvr::pods(), p));
             }
             let Some(pod) = live.first() else {
-                if !here.iter().any(|p| is_terminating(&p.value)) {
+                if !here.iter().any(|p| is_terminating(&p.value())) {
                     remember(
                         store
                             .create(&Gvr::pods(), ds.namespace(), new_pod(ds, node.name(), &hash))
@@ -158,10 +161,10 @@ impl Reconciler for DaemonSetController {
             for extra_pod in live.iter().skip(1) {
                 remember(delete_child(store, &Gvr::pods(), extra_pod));
             }
-            if is_ready(&pod.value) {
+            if is_ready(&pod.value()) {
                 ready += 1;
             }
-            match availability(&pod.value, min_ready) {
+            match availability(&pod.value(), min_ready) {
                 (true, _) => available += 1,
                 (false, wait) => {
                     unavailable_now += 1;
@@ -170,7 +173,7 @@ impl Reconciler for DaemonSetController {
                     }
                 }
             }
-            if pod.value["metadata"]["labels"][CONTROLLER_REVISION_HASH] == hash.as_str() {
+            if pod.value()["metadata"]["labels"][CONTROLLER_REVISION_HASH] == hash.as_str() {
                 updated += 1;
             } else {
                 outdated.push(pod);
@@ -185,7 +188,7 @@ impl Reconciler for DaemonSetController {
             .max(1);
             let budget = (max_unavailable - unavailable_now).max(0) as usize;
             // Unavailable outdated pods go first: replacing them costs nothing.
-            outdated.sort_by_key(|p| availability(&p.value, min_ready).0);
+            outdated.sort_by_key(|p| availability(&p.value(), min_ready).0);
             for p in outdated.into_iter().take(budget) {
                 remember(delete_child(store, &Gvr::pods(), p));
             }
@@ -216,9 +219,9 @@ impl Reconciler for DaemonSetController {
 fn new_pod(ds: &StoredObject, node: &str, hash: &str) -> Value {
     let labels = [
         (CONTROLLER_REVISION_HASH, hash.to_string()),
-        (POD_TEMPLATE_GENERATION, generation(&ds.value).to_string()),
+        (POD_TEMPLATE_GENERATION, generation(&ds.value()).to_string()),
     ];
-    let template = &ds.value["spec"]["template"];
+    let template = &ds.value()["spec"]["template"];
     let mut pod = pod_from_template(ds, "DaemonSet", template, PodName::Generate(ds.name()), &labels);
     let spec = &mut pod["spec"];
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json!({

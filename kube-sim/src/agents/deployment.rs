@@ -13,7 +13,7 @@ use super::workload::{
     Extra, POD_TEMPLATE_HASH, Reconciler, by_creation, delete_child, generation, owner_ref, scaled_value, spec_i64,
     template_hash,
 };
-use super::{controller_uid, is_terminal, is_terminating, now};
+use super::{is_terminal, is_terminating, now};
 use crate::error::ApiError;
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
@@ -104,8 +104,8 @@ struct Planned {
 impl Planned {
     fn new(obj: Arc<StoredObject>) -> Self {
         Self {
-            replicas: obj.value["spec"]["replicas"].as_i64().unwrap_or(1),
-            annotations: obj.value["metadata"]["annotations"]
+            replicas: obj.value()["spec"]["replicas"].as_i64().unwrap_or(1),
+            annotations: obj.value()["metadata"]["annotations"]
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
@@ -113,16 +113,16 @@ impl Planned {
         }
     }
     fn available(&self) -> i64 {
-        self.obj.value["status"]["availableReplicas"].as_i64().unwrap_or(0)
+        self.obj.value()["status"]["availableReplicas"].as_i64().unwrap_or(0)
     }
     fn actual(&self) -> i64 {
-        self.obj.value["status"]["replicas"].as_i64().unwrap_or(0)
+        self.obj.value()["status"]["replicas"].as_i64().unwrap_or(0)
     }
     fn ready(&self) -> i64 {
-        self.obj.value["status"]["readyReplicas"].as_i64().unwrap_or(0)
+        self.obj.value()["status"]["readyReplicas"].as_i64().unwrap_or(0)
     }
     fn revision(&self) -> i64 {
-        revision_of(&self.obj.value)
+        revision_of(&self.obj.value())
     }
     fn ann_i64(&self, key: &str) -> Option<i64> {
         self.annotations.get(key)?.as_str()?.parse().ok()
@@ -138,8 +138,8 @@ impl Planned {
         );
     }
     fn changed(&self) -> bool {
-        self.replicas != self.obj.value["spec"]["replicas"].as_i64().unwrap_or(1)
-            || Some(&self.annotations) != self.obj.value["metadata"]["annotations"].as_object()
+        self.replicas != self.obj.value()["spec"]["replicas"].as_i64().unwrap_or(1)
+            || Some(&self.annotations) != self.obj.value()["metadata"]["annotations"].as_object()
     }
     fn write(&self, store: &Store) -> Result<(), ApiError> {
         if !self.changed() {
@@ -266,22 +266,22 @@ impl Reconciler for DeploymentController {
         rss: &[Arc<StoredObject>],
         _extra: Extra<'_>,
     ) -> Result<Option<Duration>, ApiError> {
-        if is_terminating(&d.value) {
+        if is_terminating(&d.value()) {
             return Ok(None);
         }
-        let spec = Spec::of(&d.value);
-        let template = &d.value["spec"]["template"];
+        let spec = Spec::of(&d.value());
+        let template = &d.value()["spec"]["template"];
         let mut rss = rss.to_vec();
         by_creation(&mut rss);
         let (mut new_rs, mut old): (Option<Planned>, Vec<Planned>) = (None, Vec::new());
         for rs in rss {
-            if new_rs.is_none() && without_hash(&rs.value["spec"]["template"]) == *template {
+            if new_rs.is_none() && without_hash(&rs.value()["spec"]["template"]) == *template {
                 new_rs = Some(Planned::new(rs));
             } else {
                 old.push(Planned::new(rs));
             }
         }
-        let mut status = d.value["status"].as_object().cloned().unwrap_or_default();
+        let mut status = d.value()["status"].as_object().cloned().unwrap_or_default();
         let mut conds: Vec<Value> = status
             .get("conditions")
             .and_then(Value::as_array)
@@ -289,7 +289,7 @@ impl Reconciler for DeploymentController {
             .unwrap_or_default();
         let has_deadline = spec.progress_deadline != NO_PROGRESS_DEADLINE;
         let revision = old.iter().map(Planned::revision).max().unwrap_or(0) + 1;
-        let mut d_annotations = d.value["metadata"]["annotations"]
+        let mut d_annotations = d.value()["metadata"]["annotations"]
             .as_object()
             .cloned()
             .unwrap_or_default();
@@ -322,10 +322,10 @@ impl Reconciler for DeploymentController {
                 }
             }
             Some(n) => {
-                sync_new_rs_annotations(&d.value, n, revision);
-                if n.obj.value["spec"]["minReadySeconds"] != d.value["spec"]["minReadySeconds"] {
+                sync_new_rs_annotations(&d.value(), n, revision);
+                if n.obj.value()["spec"]["minReadySeconds"] != d.value()["spec"]["minReadySeconds"] {
                     let body = json!({"metadata": {"resourceVersion": n.obj.rv.to_string()},
-                        "spec": {"minReadySeconds": d.value["spec"]["minReadySeconds"]}});
+                        "spec": {"minReadySeconds": d.value()["spec"]["minReadySeconds"]}});
                     store.patch(
                         &replicasets(),
                         n.obj.namespace(),
@@ -351,9 +351,9 @@ impl Reconciler for DeploymentController {
             .chain(old.iter())
             .filter(|p| p.replicas > 0)
             .any(|p| p.ann_i64(ANN_DESIRED_REPLICAS).is_some_and(|r| r != spec.replicas));
-        let stored_complete = complete(&spec, &d.value["status"], generation(&d.value));
+        let stored_complete = complete(&spec, &d.value()["status"], generation(&d.value()));
         if spec.paused || scaling_event {
-            scale(&spec, &d.value, new_rs.as_mut(), &mut old);
+            scale(&spec, &d.value(), new_rs.as_mut(), &mut old);
         } else if spec.rolling {
             if !rolling_step(&spec, new_rs.as_mut(), &mut old) && stored_complete {
                 cleanup(store, &spec, &old)?;
@@ -374,7 +374,7 @@ impl Reconciler for DeploymentController {
         for p in new_rs.iter().chain(old.iter()) {
             p.write(store)?;
         }
-        let mut next = sync_status(&spec, &d.value, new_rs.as_ref(), &old, &mut status, &mut conds);
+        let mut next = sync_status(&spec, &d.value(), new_rs.as_ref(), &old, &mut status, &mut conds);
         write_deployment(store, d, status, conds, d_annotations)?;
         if old_pods_running {
             // Pod deletions do not touch the ReplicaSets, so poll until the old pods are gone.
@@ -394,7 +394,7 @@ fn old_pods_running(store: &Store, d: &StoredObject, old: &[Planned]) -> Result<
     Ok(pods
         .items
         .iter()
-        .any(|p| !is_terminal(&p.value) && controller_uid(&p.value).is_some_and(|u| uids.contains(&u))))
+        .any(|p| p.controller_uid().is_some_and(|u| uids.contains(&u)) && !is_terminal(&p.value())))
 }
 
 fn create_rs(
@@ -405,12 +405,12 @@ fn create_rs(
     spec: &Spec,
     revision: i64,
 ) -> Result<Arc<StoredObject>, ApiError> {
-    let mut template = d.value["spec"]["template"].clone();
+    let mut template = d.value()["spec"]["template"].clone();
     template["metadata"]["labels"][POD_TEMPLATE_HASH] = json!(hash);
-    let mut selector = d.value["spec"]["selector"].clone();
+    let mut selector = d.value()["spec"]["selector"].clone();
     selector["matchLabels"][POD_TEMPLATE_HASH] = json!(hash);
     let mut annotations = Map::new();
-    for (k, v) in d.value["metadata"]["annotations"].as_object().into_iter().flatten() {
+    for (k, v) in d.value()["metadata"]["annotations"].as_object().into_iter().flatten() {
         if !NOT_COPIED.contains(&k.as_str()) {
             annotations.insert(k.clone(), v.clone());
         }
@@ -422,7 +422,7 @@ fn create_rs(
         json!((spec.replicas + spec.max_surge).to_string()),
     );
     let mut rs_spec = json!({"replicas": replicas, "selector": selector, "template": template});
-    if let Some(m) = d.value["spec"].get("minReadySeconds") {
+    if let Some(m) = d.value()["spec"].get("minReadySeconds") {
         rs_spec["minReadySeconds"] = m.clone();
     }
     let body = json!({
@@ -557,7 +557,7 @@ fn scale(spec: &Spec, d: &Value, new_rs: Option<&mut Planned>, old: &mut [Planne
     };
     let to_add = allowed - current;
     let created = |p: &Planned| {
-        p.obj.value["metadata"]["creationTimestamp"]
+        p.obj.value()["metadata"]["creationTimestamp"]
             .as_str()
             .unwrap_or_default()
             .to_string()
@@ -609,15 +609,15 @@ fn scale(spec: &Spec, d: &Value, new_rs: Option<&mut Planned>, old: &mut [Planne
 
 /// Deletes the oldest scaled-down ReplicaSets beyond `revisionHistoryLimit`.
 fn cleanup(store: &Store, spec: &Spec, old: &[Planned]) -> Result<(), ApiError> {
-    let mut alive: Vec<&Planned> = old.iter().filter(|o| !is_terminating(&o.obj.value)).collect();
+    let mut alive: Vec<&Planned> = old.iter().filter(|o| !is_terminating(&o.obj.value())).collect();
     let surplus = alive.len() as i64 - spec.history_limit.max(0);
     if surplus <= 0 {
         return Ok(());
     }
     alive.sort_by_key(|o| o.revision());
     for o in alive.into_iter().take(surplus as usize) {
-        let observed = o.obj.value["status"]["observedGeneration"].as_i64().unwrap_or(0);
-        if o.actual() != 0 || o.replicas != 0 || generation(&o.obj.value) > observed {
+        let observed = o.obj.value()["status"]["observedGeneration"].as_i64().unwrap_or(0);
+        if o.actual() != 0 || o.replicas != 0 || generation(&o.obj.value()) > observed {
             continue;
         }
         delete_child(store, &replicasets(), &o.obj)?;
@@ -638,7 +638,7 @@ fn sync_status(
     let all = || new_rs.into_iter().chain(old.iter());
     let available: i64 = all().map(Planned::available).sum();
     let total_spec: i64 = all()
-        .map(|p| p.obj.value["spec"]["replicas"].as_i64().unwrap_or(0))
+        .map(|p| p.obj.value()["spec"]["replicas"].as_i64().unwrap_or(0))
         .sum();
     let counts = [
         ("observedGeneration", generation(d)),
@@ -759,9 +759,9 @@ fn write_deployment(
         status.insert("conditions".into(), json!(conds));
     }
     let status = Value::Object(status);
-    let same_annotations = Some(&annotations) == d.value["metadata"]["annotations"].as_object()
-        || (annotations.is_empty() && d.value["metadata"]["annotations"].is_null());
-    if status == d.value["status"] && same_annotations {
+    let same_annotations = Some(&annotations) == d.value()["metadata"]["annotations"].as_object()
+        || (annotations.is_empty() && d.value()["metadata"]["annotations"].is_null());
+    if status == d.value()["status"] && same_annotations {
         return Ok(());
     }
     let mut body = super::status_patch(d, &status);

@@ -49,6 +49,9 @@ pub(super) struct EndpointsController {
     dirty: BTreeSet<Key>,
     /// Names of the managed EndpointSlices per Service.
     slices_of: BTreeMap<Key, BTreeSet<String>>,
+    /// `spec.selector` of every Service, decoded once per Service change (pods are matched by their indexed
+    /// labels, so a pod change decodes nothing).
+    selectors: BTreeMap<Key, Value>,
 }
 
 impl EndpointsController {
@@ -57,33 +60,44 @@ impl EndpointsController {
             cache: Cache::new(store, &[Gvr::services(), Gvr::pods(), endpoint_slices(), endpoints()]),
             dirty: BTreeSet::new(),
             slices_of: BTreeMap::new(),
+            selectors: BTreeMap::new(),
         }
     }
 
     fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
         match kind {
-            SERVICES | ENDPOINTS => {
+            SERVICES => {
+                match new {
+                    Some(svc) => self
+                        .selectors
+                        .insert(key.clone(), svc.value()["spec"]["selector"].take()),
+                    None => self.selectors.remove(key),
+                };
+                self.dirty.insert(key.clone());
+            }
+            ENDPOINTS => {
                 self.dirty.insert(key.clone());
             }
             PODS => {
                 let ns = &key.0;
-                let selects = |svc: &Value| {
+                let selects = |selector: &Value| {
                     [old, new]
                         .into_iter()
                         .flatten()
-                        .any(|pod| selector_matches(&svc["spec"]["selector"], &pod.value))
+                        .any(|pod| selector_matches_labels(selector, pod))
                 };
-                let hits: Vec<Key> = self.cache.maps[SERVICES]
+                let hits: Vec<Key> = self
+                    .selectors
                     .range((ns.clone(), String::new())..)
                     .take_while(|(k, _)| &k.0 == ns)
-                    .filter(|(_, svc)| selects(&svc.value))
+                    .filter(|(_, selector)| selects(selector))
                     .map(|(k, _)| k.clone())
                     .collect();
                 self.dirty.extend(hits);
             }
             _ => {
                 for obj in [old, new].into_iter().flatten() {
-                    if let Some(svc) = managed_slice_service(&obj.value) {
+                    if let Some(svc) = managed_slice_service(&obj.value()) {
                         let svc_key = (key.0.clone(), svc.to_string());
                         let names = self.slices_of.entry(svc_key.clone()).or_default();
                         if new.is_some() {
@@ -102,32 +116,37 @@ impl EndpointsController {
     fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
         let (ns, name) = key;
         let svc = self.cache.maps[SERVICES].get(key).cloned();
-        let selected = svc.as_ref().filter(|s| has_selector(&s.value));
+        let selected = svc.as_ref().filter(|s| has_selector(&s.value()));
         let Some(svc) = selected else {
             // Slices are owned by the Service and go with it; the Endpoints we wrote are removed here.
             let ours = self.cache.maps[ENDPOINTS]
                 .get(key)
-                .is_some_and(|e| e.value["metadata"]["labels"][SKIP_MIRROR_LABEL] == "true");
+                .is_some_and(|e| e.value()["metadata"]["labels"][SKIP_MIRROR_LABEL] == "true");
             if svc.is_none() && ours {
                 return delete(store, &endpoints(), ns, name);
             }
             return true;
         };
+        let svc_value = svc.value();
+        let selector = &svc_value["spec"]["selector"];
         let pods: Vec<&StoredObject> = self.cache.maps[PODS]
             .range((ns.clone(), String::new())..)
             .take_while(|(k, _)| &k.0 == ns)
             .map(|(_, p)| p.as_ref())
-            .filter(|p| selector_matches(&svc.value["spec"]["selector"], &p.value))
-            .filter(|p| !is_terminal(&p.value) && pod_ip(&p.value).is_some())
+            .filter(|p| selector_matches_labels(selector, p))
+            .filter(|p| {
+                let value = p.value();
+                !is_terminal(&value) && pod_ip(&value).is_some()
+            })
             .collect();
-        let groups = group_by_ports(&svc.value, &pods);
+        let groups = group_by_ports(&svc_value, &pods);
         let mut ok = true;
         let mut wanted = BTreeSet::new();
         for (i, (ports, members)) in groups.iter().enumerate() {
             let slice = desired_slice(svc, i, ports, members);
             let slice_name = slice["metadata"]["name"].as_str().unwrap_or_default().to_string();
             let current = self.cache.maps[SLICES].get(&(ns.clone(), slice_name.clone()));
-            if current.is_none_or(|c| differs(&c.value, &slice, &["endpoints", "ports", "addressType"])) {
+            if current.is_none_or(|c| differs(&c.value(), &slice, &["endpoints", "ports", "addressType"])) {
                 ok &= write(store, &endpoint_slices(), ns, current.map(AsRef::as_ref), slice);
             }
             wanted.insert(slice_name);
@@ -142,7 +161,7 @@ impl EndpointsController {
         }
         let legacy = desired_endpoints(svc, &groups);
         let current = self.cache.maps[ENDPOINTS].get(key);
-        if current.is_none_or(|c| differs(&c.value, &legacy, &["subsets"])) {
+        if current.is_none_or(|c| differs(&c.value(), &legacy, &["subsets"])) {
             ok &= write(store, &endpoints(), ns, current.map(AsRef::as_ref), legacy);
         }
         ok
@@ -213,11 +232,22 @@ fn has_selector(svc: &Value) -> bool {
 
 /// Whether the pod's labels carry every pair of a Service's `spec.selector`.
 pub fn selector_matches(selector: &Value, pod: &Value) -> bool {
+    let labels = &pod["metadata"]["labels"];
+    selector_matches_with(selector, |k| labels[k].as_str())
+}
+
+/// [`selector_matches`] on a stored pod, read from its indexed labels (no decoding).
+fn selector_matches_labels(selector: &Value, pod: &StoredObject) -> bool {
+    selector_matches_with(selector, |k| pod.label(k))
+}
+
+/// Whether a non-empty Service selector matches the labels read through `label` (a key's value, if set).
+fn selector_matches_with<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     let Some(sel) = selector.as_object().filter(|m| !m.is_empty()) else {
         return false;
     };
-    let labels = &pod["metadata"]["labels"];
-    sel.iter().all(|(k, v)| labels[k] == *v)
+    sel.iter()
+        .all(|(k, v)| label(k) == v.as_str() && (v.is_string() || v.is_null()))
 }
 
 fn pod_ip(pod: &Value) -> Option<&str> {
@@ -263,7 +293,7 @@ fn group_by_ports<'a>(svc: &Value, pods: &[&'a StoredObject]) -> Vec<(Vec<Resolv
         let ports: Vec<ResolvedPort> = svc_ports
             .iter()
             .filter_map(|p| {
-                let number = resolve_target_port(p, &pod.value)?;
+                let number = resolve_target_port(p, &pod.value())?;
                 Some((
                     p["name"].as_str().unwrap_or_default().to_string(),
                     number,
@@ -316,15 +346,15 @@ fn desired_slice(svc: &StoredObject, index: usize, ports: &[ResolvedPort], pods:
     } else {
         format!("{}-{suffix}{index}", svc.name())
     };
-    let mut labels = derived_labels(&svc.value);
+    let mut labels = derived_labels(&svc.value());
     labels.insert(SERVICE_NAME_LABEL.into(), json!(svc.name()));
     labels.insert(MANAGED_BY_LABEL.into(), json!(MANAGED_BY));
     let endpoints: Vec<Value> = pods
         .iter()
         .map(|pod| {
-            let p = &pod.value;
+            let p = &pod.value();
             let terminating = is_terminating(p);
-            let serving = serving(&svc.value, p);
+            let serving = serving(&svc.value(), p);
             let mut e = json!({
                 "addresses": [pod_ip(p)],
                 "conditions": {"ready": serving && !terminating, "serving": serving, "terminating": terminating},
@@ -366,15 +396,15 @@ fn desired_slice(svc: &StoredObject, index: usize, ports: &[ResolvedPort], pods:
 }
 
 fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&StoredObject>)]) -> Value {
-    let mut labels = derived_labels(&svc.value);
+    let mut labels = derived_labels(&svc.value());
     labels.insert(SKIP_MIRROR_LABEL.into(), json!("true"));
     let subsets: Vec<Value> = groups
         .iter()
         .filter_map(|(ports, pods)| {
             let mut ready = Vec::new();
             let mut not_ready = Vec::new();
-            for pod in pods.iter().filter(|p| !is_terminating(&p.value)) {
-                let p = &pod.value;
+            for pod in pods.iter().filter(|p| !is_terminating(&p.value())) {
+                let p = &pod.value();
                 let mut a = json!({"ip": pod_ip(p), "targetRef": target_ref(pod)});
                 if let Some(h) = endpoint_hostname(svc, p) {
                     a["hostname"] = json!(h);
@@ -382,7 +412,7 @@ fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&Stor
                 if let Some(n) = node_name(p) {
                     a["nodeName"] = json!(n);
                 }
-                if serving(&svc.value, p) {
+                if serving(&svc.value(), p) {
                     ready.push(a);
                 } else {
                     not_ready.push(a);
@@ -451,5 +481,27 @@ mod tests {
             !selector_matches(&json!({}), &pod),
             "an empty selector selects nothing here"
         );
+    }
+
+    #[test]
+    fn selectors_on_stored_pods_read_the_indexed_labels_like_the_decoded_ones() {
+        let value = json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"a": "1", "b": "2"}}});
+        let stored = StoredObject::new(value.clone(), 7);
+        for selector in [
+            json!({"a": "1"}),
+            json!({"a": "1", "b": "2"}),
+            json!({"a": "2"}),
+            json!({"a": "1", "c": "3"}),
+            json!({"c": null}),
+            json!({"a": 1}),
+            json!({}),
+            json!(null),
+        ] {
+            assert_eq!(
+                selector_matches_labels(&selector, &stored),
+                selector_matches(&selector, &value),
+                "{selector}"
+            );
+        }
     }
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{
-    Agent, Cache, JOB_TRACKING_FINALIZER, Key, condition_true, controller_uid, has_finalizer, is_terminal,
-    is_terminating, node_name, now, phase, set_condition, status_patch,
+    Agent, Cache, JOB_TRACKING_FINALIZER, Key, condition_true, is_terminal, is_terminating, node_name, now, phase,
+    set_condition, status_patch,
 };
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
@@ -105,16 +105,8 @@ impl JobController {
                 self.dirty_jobs.insert(ch.key);
                 continue;
             }
-            let old_owner = ch
-                .old
-                .as_ref()
-                .and_then(|o| controller_uid(&o.value))
-                .map(str::to_string);
-            let new_owner = ch
-                .new
-                .as_ref()
-                .and_then(|o| controller_uid(&o.value))
-                .map(str::to_string);
+            let old_owner = ch.old.as_ref().and_then(|o| o.controller_uid()).map(str::to_string);
+            let new_owner = ch.new.as_ref().and_then(|o| o.controller_uid()).map(str::to_string);
             if let Some(u) = &old_owner
                 && (ch.new.is_none() || old_owner != new_owner)
             {
@@ -147,8 +139,8 @@ impl JobController {
             let Some(p) = self.cache.maps[PODS].get(&key) else {
                 continue;
             };
-            if has_finalizer(&p.value, JOB_TRACKING_FINALIZER)
-                && controller_uid(&p.value).is_none_or(|u| !self.jobs_by_uid.contains_key(u))
+            if p.has_finalizer(JOB_TRACKING_FINALIZER)
+                && p.controller_uid().is_none_or(|u| !self.jobs_by_uid.contains_key(u))
             {
                 take_write_failed();
                 remove_tracking_finalizer(store, p);
@@ -199,7 +191,7 @@ impl Agent for JobController {
 }
 
 fn remove_tracking_finalizer(store: &Store, pod: &StoredObject) {
-    let fins: Vec<Value> = pod.value["metadata"]["finalizers"]
+    let fins: Vec<Value> = pod.value()["metadata"]["finalizers"]
         .as_array()
         .into_iter()
         .flatten()
@@ -232,7 +224,7 @@ fn delete_pod(store: &Store, pod: &StoredObject) {
 }
 
 fn new_pod(job: &StoredObject, index: Option<usize>) -> Value {
-    let spec = &job.value["spec"];
+    let spec = &job.value()["spec"];
     let tmeta = &spec["template"]["metadata"];
     let mut labels = tmeta["labels"].as_object().cloned().unwrap_or_default();
     let mut annotations = tmeta["annotations"].as_object().cloned().unwrap_or_default();
@@ -266,14 +258,14 @@ fn new_pod(job: &StoredObject, index: Option<usize>) -> Value {
 
 /// One step for one Job; returns when it next needs a timer (deadline, TTL).
 fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> Option<Duration> {
-    let v = &job.value;
+    let v = &job.value();
     let spec = &v["spec"];
     let old = &v["status"];
     let finished = condition_true(v, "Complete") || condition_true(v, "Failed");
     if finished {
         for p in pods
             .iter()
-            .filter(|p| is_terminal(&p.value) && has_finalizer(&p.value, JOB_TRACKING_FINALIZER))
+            .filter(|p| p.has_finalizer(JOB_TRACKING_FINALIZER) && is_terminal(&p.value()))
         {
             remove_tracking_finalizer(store, p);
         }
@@ -305,25 +297,25 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
     // Uncounted pods whose finalizer is gone are now counted.
     let counted = |set: &mut BTreeSet<String>| {
         let before = set.len();
-        set.retain(|u| find(u).is_some_and(|p| has_finalizer(&p.value, JOB_TRACKING_FINALIZER)));
+        set.retain(|u| find(u).is_some_and(|p| p.has_finalizer(JOB_TRACKING_FINALIZER)));
         (before - set.len()) as u64
     };
     succeeded += counted(&mut unc_s);
     failed += counted(&mut unc_f);
     // Newly finished pods become uncounted.
-    for p in pods.iter().filter(|p| has_finalizer(&p.value, JOB_TRACKING_FINALIZER)) {
+    for p in pods.iter().filter(|p| p.has_finalizer(JOB_TRACKING_FINALIZER)) {
         let uid = p.uid().to_string();
         if unc_s.contains(&uid) || unc_f.contains(&uid) {
             continue;
         }
-        match phase(&p.value) {
+        match phase(&p.value()) {
             "Succeeded" => {
                 unc_s.insert(uid);
             }
             "Failed" => {
                 unc_f.insert(uid);
             }
-            _ if is_terminating(&p.value) && node_name(&p.value).is_none() => {
+            _ if is_terminating(&p.value()) && node_name(&p.value()).is_none() => {
                 unc_f.insert(uid);
             }
             _ => {}
@@ -331,15 +323,15 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
     }
     let active: Vec<&&Arc<StoredObject>> = pods
         .iter()
-        .filter(|p| !is_terminal(&p.value) && !is_terminating(&p.value))
+        .filter(|p| !is_terminal(&p.value()) && !is_terminating(&p.value()))
         .collect();
     let terminating = pods
         .iter()
-        .filter(|p| !is_terminal(&p.value) && is_terminating(&p.value))
+        .filter(|p| !is_terminal(&p.value()) && is_terminating(&p.value()))
         .count();
     let ready = active
         .iter()
-        .filter(|p| super::condition_true(&p.value, "Ready"))
+        .filter(|p| super::condition_true(&p.value(), "Ready"))
         .count();
     let succ_total = succeeded + unc_s.len() as u64;
     let fail_total = failed + unc_f.len() as u64;
@@ -453,8 +445,8 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
             let indexed = spec["completionMode"] == "Indexed";
             let mut taken: BTreeSet<usize> = pods
                 .iter()
-                .filter(|p| !is_terminating(&p.value) && phase(&p.value) != "Failed")
-                .filter_map(|p| p.value["metadata"]["labels"][COMPLETION_INDEX].as_str()?.parse().ok())
+                .filter(|p| !is_terminating(&p.value()) && phase(&p.value()) != "Failed")
+                .filter_map(|p| p.value()["metadata"]["labels"][COMPLETION_INDEX].as_str()?.parse().ok())
                 .collect();
             for _ in (active.len() as u64)..want {
                 let index = if indexed {
@@ -481,7 +473,7 @@ fn reconcile(store: &Store, job: &StoredObject, pods: &[&Arc<StoredObject>]) -> 
     };
     let active_now = pods
         .iter()
-        .filter(|p| !is_terminal(&p.value) && !is_terminating(&p.value))
+        .filter(|p| !is_terminal(&p.value()) && !is_terminating(&p.value()))
         .count() as u64;
     set_count(&mut status, "active", active_now, false);
     set_count(&mut status, "succeeded", succeeded, false);

@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ANN_EXIT_CODE, ANN_FAILURE, ANN_RUN_DURATION, ANN_START_DELAY, Agent, Cache, Key, PodExit, annotation,
-    controller_uid, is_terminal, is_terminating, node_name, now, parse_duration, phase, set_condition, status_patch,
+    controller_uid, is_terminal, is_terminating, node_name, now, parse_duration, phase, set_condition,
+    status_patch_over,
 };
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
@@ -89,13 +90,14 @@ const NODES: usize = 0;
 const PODS: usize = 1;
 
 fn node_net(n: &StoredObject) -> NodeNet {
-    let ip = n.value["status"]["addresses"]
+    let n = n.value();
+    let ip = n["status"]["addresses"]
         .as_array()
         .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
         .and_then(|x| x["address"].as_str())
         .unwrap_or("172.18.0.2")
         .to_string();
-    let cidr = n.value["spec"]["podCIDR"].as_str().unwrap_or("10.244.0.0/24");
+    let cidr = n["spec"]["podCIDR"].as_str().unwrap_or("10.244.0.0/24");
     let pod_prefix = cidr
         .rsplit_once('.')
         .map(|(p, _)| format!("{p}."))
@@ -253,7 +255,8 @@ impl Kubelet {
             let Some(pod) = self.cache.maps[PODS].get(&key).cloned() else {
                 continue;
             };
-            let Some(net) = node_name(&pod.value).and_then(|n| self.nodes.get(n)).cloned() else {
+            let value = pod.value();
+            let Some(net) = node_name(&value).and_then(|n| self.nodes.get(n)).cloned() else {
                 self.tracks.remove(pod.uid());
                 continue;
             };
@@ -271,7 +274,7 @@ impl Kubelet {
                     self.timers.insert((at, key.clone()));
                     self.timer_of.insert(key.clone(), at);
                 }
-                None if phase(&pod.value) == "Running" && !is_terminating(&pod.value) => {
+                None if phase(&value) == "Running" && !is_terminating(&value) => {
                     self.parked.insert(key.clone());
                 }
                 None => {}
@@ -293,7 +296,7 @@ impl Kubelet {
         tr: &mut Track,
         now_i: Instant,
     ) -> Option<Instant> {
-        let v = &pod.value;
+        let v = &pod.value();
         let placement = self.runtime.as_ref().map_or(Placement::Hollow, |rt| rt.placement(v));
         if placement == Placement::Process
             && let Some(rt) = self.runtime.clone()
@@ -422,7 +425,7 @@ impl Kubelet {
         rt: &ProcessRuntime,
         now_i: Instant,
     ) -> Option<Instant> {
-        let v = &pod.value;
+        let v = &pod.value();
         if tr.killed {
             return None;
         }
@@ -499,17 +502,14 @@ impl Kubelet {
             return None;
         }
         let first = *tr.terminating.get_or_insert(now_i);
-        let grace = Duration::from_secs(
-            pod.value["metadata"]["deletionGracePeriodSeconds"]
-                .as_u64()
-                .unwrap_or(0),
-        );
+        let value = pod.value();
+        let grace = Duration::from_secs(value["metadata"]["deletionGracePeriodSeconds"].as_u64().unwrap_or(0));
         let at = first + grace.min(self.config.pod_kill_delay);
         if now_i < at {
             return Some(at);
         }
-        if !is_terminal(&pod.value) {
-            let code = annotation(&pod.value, ANN_EXIT_CODE)
+        if !is_terminal(&value) {
+            let code = annotation(&value, ANN_EXIT_CODE)
                 .and_then(|c| c.trim().parse::<i32>().ok())
                 .unwrap_or(0);
             let reason = if code == 0 { "Completed" } else { "Error" };
@@ -528,7 +528,7 @@ impl Kubelet {
 
     /// Records the start of every app container in its log.
     fn log_started(&self, pod: &StoredObject) {
-        for c in containers(&pod.value, "containers") {
+        for c in containers(&pod.value(), "containers") {
             let name = c["name"].as_str().unwrap_or_default();
             let image = c["image"].as_str().unwrap_or_default();
             let line = format!("kube-sim: started container {name} (image {image:?}, hollow: no process runs)");
@@ -538,7 +538,7 @@ impl Kubelet {
 
     /// Records how every app container exited in its log.
     fn log_stopped(&self, pod: &StoredObject, code: i32, reason: &str) {
-        for c in containers(&pod.value, "containers") {
+        for c in containers(&pod.value(), "containers") {
             let name = c["name"].as_str().unwrap_or_default();
             let line = format!("kube-sim: container {name} exited with code {code} ({reason})");
             self.config.pod_logs.container_stopped(pod.uid(), name, &line);
@@ -547,7 +547,8 @@ impl Kubelet {
 
     /// Writes `status` (merge patch on `/status`, guarded by the RV); true on success.
     fn write(&mut self, store: &Store, pod: &StoredObject, status: Value) -> bool {
-        if status == pod.value["status"] {
+        let current = pod.value();
+        if status == current["status"] {
             return true;
         }
         match store.patch(
@@ -555,7 +556,7 @@ impl Kubelet {
             pod.namespace(),
             pod.name(),
             &PatchKind::Merge,
-            &status_patch(pod, &status),
+            &status_patch_over(pod.rv, &current["status"], &status),
             Some("status"),
         ) {
             Ok(_) => true,
@@ -660,7 +661,7 @@ impl Kubelet {
 
     /// Status of a pod whose containers are (re)started and running.
     fn running(&mut self, pod: &StoredObject, net: &NodeNet, ready: bool) -> Value {
-        let v = &pod.value;
+        let v = &pod.value();
         let mut st = self.base_status(v, net);
         st.insert("phase".into(), json!("Running"));
         let ts = now();
@@ -694,7 +695,7 @@ impl Kubelet {
 
     /// Status of a pod whose image cannot be pulled (`ErrImagePull` / `ImagePullBackOff`).
     fn pull_failed(&mut self, pod: &StoredObject, net: &NodeNet, reason: &str) -> Value {
-        let v = &pod.value;
+        let v = &pod.value();
         let mut st = self.base_status(v, net);
         st.insert("phase".into(), json!("Pending"));
         let statuses: Vec<Value> = containers(v, "containers")
@@ -718,7 +719,7 @@ impl Kubelet {
 
     /// Status of a pod whose containers crashed and wait in CrashLoopBackOff.
     fn crashed(&mut self, pod: &StoredObject, code: i32, oom: bool) -> Value {
-        let v = &pod.value;
+        let v = &pod.value();
         let mut st = v["status"].as_object().cloned().unwrap_or_default();
         let ts = now();
         let old: Vec<Value> = v["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
@@ -748,7 +749,7 @@ impl Kubelet {
 
     /// Status of a pod whose containers all exited: `phase` Succeeded or Failed.
     fn terminated(&mut self, pod: &StoredObject, phase: &str, code: i32, reason: &str) -> Value {
-        let v = &pod.value;
+        let v = &pod.value();
         let mut st = v["status"].as_object().cloned().unwrap_or_default();
         st.insert("phase".into(), json!(phase));
         let ts = now();

@@ -266,12 +266,6 @@ fn node_name(pod: &Value) -> Option<&str> {
     pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty())
 }
 
-fn has_finalizer(obj: &Value, f: &str) -> bool {
-    obj["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some(f)))
-}
-
 /// The uid of the object's controller owner reference.
 fn controller_uid(obj: &Value) -> Option<&str> {
     obj["metadata"]["ownerReferences"]
@@ -340,9 +334,14 @@ fn condition_true(obj: &Value, ty: &str) -> bool {
 /// A merge patch that replaces `status` wholesale with `desired` (removed keys become `null`), guarded by the
 /// resourceVersion of `obj`.
 fn status_patch(obj: &StoredObject, desired: &Value) -> Value {
+    status_patch_over(obj.rv, &obj.value()["status"], desired)
+}
+
+/// [`status_patch`] from the object's resourceVersion and its current status (already decoded).
+fn status_patch_over(rv: u64, current: &Value, desired: &Value) -> Value {
     let mut status = desired.clone();
-    null_removed(&obj.value["status"], &mut status);
-    json!({"metadata": {"resourceVersion": obj.rv.to_string()}, "status": status})
+    null_removed(current, &mut status);
+    json!({"metadata": {"resourceVersion": rv.to_string()}, "status": status})
 }
 
 /// Turns `new` into a merge patch over `old`: keys of `old` objects missing from `new` become `null`,

@@ -117,13 +117,13 @@ impl Reconciler for ReplicaSetController {
         pods: &[Arc<StoredObject>],
         _extra: Extra<'_>,
     ) -> Result<Option<Duration>, ApiError> {
-        if is_terminating(&rs.value) {
+        if is_terminating(&rs.value()) {
             return Ok(None);
         }
-        let spec = &rs.value["spec"];
-        let replicas = spec_i64(&rs.value, "replicas", 1).max(0) as usize;
-        let min_ready = spec_i64(&rs.value, "minReadySeconds", 0);
-        let mut active: Vec<Arc<StoredObject>> = pods.iter().filter(|p| is_active(&p.value)).cloned().collect();
+        let spec = &rs.value()["spec"];
+        let replicas = spec_i64(&rs.value(), "replicas", 1).max(0) as usize;
+        let min_ready = spec_i64(&rs.value(), "minReadySeconds", 0);
+        let mut active: Vec<Arc<StoredObject>> = pods.iter().filter(|p| is_active(&p.value())).cloned().collect();
         let mut result = Ok(());
         if active.len() < replicas {
             for _ in 0..(replicas - active.len()).min(BURST_REPLICAS) {
@@ -134,7 +134,7 @@ impl Reconciler for ReplicaSetController {
                 }
             }
         } else if active.len() > replicas {
-            active.sort_by(|a, b| deletion_order(&a.value, &b.value));
+            active.sort_by(|a, b| deletion_order(&a.value(), &b.value()));
             for pod in active.iter().take((active.len() - replicas).min(BURST_REPLICAS)) {
                 if let Err(e) = delete_child(store, &Gvr::pods(), pod) {
                     result = Err(e);
@@ -144,19 +144,19 @@ impl Reconciler for ReplicaSetController {
         let mut next: Option<Duration> = None;
         let (mut ready, mut available) = (0, 0);
         for p in &active {
-            if is_ready(&p.value) {
+            if is_ready(&p.value()) {
                 ready += 1;
             }
-            match availability(&p.value, min_ready) {
+            match availability(&p.value(), min_ready) {
                 (true, _) => available += 1,
                 (false, Some(wait)) => next = Some(next.map_or(wait, |n| n.min(wait))),
                 (false, None) => {}
             }
         }
         let labels = &spec["template"]["metadata"]["labels"];
-        let mut status = rs.value["status"].as_object().cloned().unwrap_or_default();
+        let mut status = rs.value()["status"].as_object().cloned().unwrap_or_default();
         status.insert("replicas".into(), json!(active.len()));
-        let fully = active.iter().filter(|p| fully_labeled(&p.value, labels)).count();
+        let fully = active.iter().filter(|p| fully_labeled(&p.value(), labels)).count();
         for (k, n) in [
             ("fullyLabeledReplicas", fully),
             ("readyReplicas", ready),
@@ -168,7 +168,7 @@ impl Reconciler for ReplicaSetController {
                 status.remove(k);
             }
         }
-        status.insert("observedGeneration".into(), json!(generation(&rs.value)));
+        status.insert("observedGeneration".into(), json!(generation(&rs.value())));
         write_status(store, &replicasets(), rs, &Value::Object(status))?;
         result.map(|()| next)
     }

@@ -80,21 +80,21 @@ fn group_of(pod: &Value) -> Option<&str> {
     annotation(pod, ANN_GROUP_NAME).or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
 }
 
-fn group_key(p: &StoredObject) -> Option<GroupKey> {
-    group_of(&p.value).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
+fn group_key(p: &StoredObject, pod: &Value) -> Option<GroupKey> {
+    group_of(pod).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
 }
 
-fn is_pending(p: &StoredObject) -> bool {
-    node_name(&p.value).is_none() && !is_terminating(&p.value) && !is_terminal(&p.value)
+fn is_pending(pod: &Value) -> bool {
+    node_name(pod).is_none() && !is_terminating(pod) && !is_terminal(pod)
 }
 
 fn scheduler_name(pod: &Value) -> &str {
     pod["spec"]["schedulerName"].as_str().unwrap_or("")
 }
 
-fn creation_key(o: &StoredObject) -> (String, String, String) {
+fn creation_key(o: &StoredObject, pod: &Value) -> (String, String, String) {
     (
-        o.value["metadata"]["creationTimestamp"]
+        pod["metadata"]["creationTimestamp"]
             .as_str()
             .unwrap_or_default()
             .to_string(),
@@ -171,18 +171,18 @@ impl Scheduler {
             self.nodes = self.cache.maps[NODES]
                 .values()
                 .map(|n| {
-                    let ready = n.value["status"]["conditions"]
+                    let ready = n.value()["status"]["conditions"]
                         .as_array()
                         .is_some_and(|a| a.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-                    let mut free = Resources::from_json(&n.value["status"]["allocatable"]);
+                    let mut free = Resources::from_json(&n.value()["status"]["allocatable"]);
                     if let Some(u) = self.usage.get(n.name()) {
                         free.sub(u);
                     }
                     NodeInfo {
                         name: n.name().to_string(),
-                        labels: Arc::new(n.value["metadata"]["labels"].clone()),
+                        labels: Arc::new(n.value()["metadata"]["labels"].clone()),
                         free,
-                        schedulable: ready && n.value["spec"]["unschedulable"].as_bool() != Some(true),
+                        schedulable: ready && n.value()["spec"]["unschedulable"].as_bool() != Some(true),
                     }
                 })
                 .collect();
@@ -197,14 +197,15 @@ impl Scheduler {
 
     fn pod_changed(&mut self, key: &Key, old: Option<&StoredObject>, new_arc: Option<&Arc<StoredObject>>) {
         let new = new_arc.map(Arc::as_ref);
+        // Each version is decoded once here (the store keeps only their JSON).
+        let old_value = old.map(StoredObject::value);
+        let new_value = new.map(StoredObject::value);
         // Node usage.
-        let now_placed = new.and_then(|p| {
-            node_name(&p.value)
-                .filter(|_| !is_terminal(&p.value))
-                .map(str::to_string)
-        });
-        let unchanged = match (self.placed.get(key), &now_placed, old, new) {
-            (Some((n, _)), Some(m), Some(o), Some(p)) => n == m && o.value["spec"] == p.value["spec"],
+        let now_placed = new_value
+            .as_ref()
+            .and_then(|p| node_name(p).filter(|_| !is_terminal(p)).map(str::to_string));
+        let unchanged = match (self.placed.get(key), &now_placed, &old_value, &new_value) {
+            (Some((n, _)), Some(m), Some(o), Some(p)) => n == m && o["spec"] == p["spec"],
             _ => false,
         };
         if !unchanged {
@@ -216,8 +217,8 @@ impl Scheduler {
                     self.nodes[*i].free.add(&r);
                 }
             }
-            if let (Some(n), Some(p)) = (now_placed, new) {
-                let r = pod_requests(&p.value["spec"]);
+            if let (Some(n), Some(p)) = (now_placed, &new_value) {
+                let r = pod_requests(&p["spec"]);
                 self.usage.entry(n.clone()).or_default().add(&r);
                 if let Some(i) = self.node_index.get(&n) {
                     self.nodes[*i].free.sub(&r);
@@ -226,19 +227,20 @@ impl Scheduler {
             }
         }
         // Pending pods.
-        if let Some(o) = old
-            && is_pending(o)
+        if let (Some(o), Some(ov)) = (old, &old_value)
+            && is_pending(ov)
         {
-            self.pending.remove(&creation_key(o));
+            self.pending.remove(&creation_key(o, ov));
         }
         // The change's own object, not the cache's: a later change in the same batch may have removed it.
-        if let Some(p) = new_arc
-            && is_pending(p)
+        if let (Some(p), Some(pv)) = (new_arc, &new_value)
+            && is_pending(pv)
         {
-            self.pending.insert(creation_key(p), Arc::clone(p));
+            self.pending.insert(creation_key(p, pv), Arc::clone(p));
         }
         // PodGroup members.
-        let (og, ng) = (old.and_then(group_key), new.and_then(group_key));
+        let og = old.zip(old_value.as_ref()).and_then(|(o, v)| group_key(o, v));
+        let ng = new.zip(new_value.as_ref()).and_then(|(p, v)| group_key(p, v));
         if og != ng || new.is_none() {
             if let Some(g) = og
                 && let Some(set) = self.members.get_mut(&g)
@@ -285,14 +287,17 @@ impl Scheduler {
         let pending: Vec<Arc<StoredObject>> = self.pending.values().cloned().collect();
         let volcano = self.config.volcano;
         let mut nodes = std::mem::take(&mut self.nodes);
-        for pod in pending.iter().filter(|p| {
-            let name = scheduler_name(&p.value);
-            DEFAULT_SCHEDULERS.contains(&name)
-                    // Volcano wraps a lone pod in its own group of one.
-                    || (volcano && name == VOLCANO_SCHEDULER && group_of(&p.value).is_none())
-        }) {
-            let req = pod_requests(&pod.value["spec"]);
-            match self.place(&mut nodes, &pod.value, &req) {
+        for pod in &pending {
+            let value = pod.value();
+            let name = scheduler_name(&value);
+            // Volcano wraps a lone pod in its own group of one.
+            let ours = DEFAULT_SCHEDULERS.contains(&name)
+                || (volcano && name == VOLCANO_SCHEDULER && group_of(&value).is_none());
+            if !ours {
+                continue;
+            }
+            let req = pod_requests(&value["spec"]);
+            match self.place(&mut nodes, &value, &req) {
                 Ok(i) => bind(store, pod, &nodes[i].name),
                 Err(msg) => mark_unschedulable(store, pod, "Unschedulable", &msg),
             }
@@ -317,7 +322,7 @@ impl Scheduler {
             return;
         };
         let mut groups: Vec<Arc<StoredObject>> = self.cache.maps[GROUPS].values().cloned().collect();
-        groups.sort_by_key(|g| creation_key(g));
+        groups.sort_by_cached_key(|g| creation_key(g, &g.value()));
         let queues: HashMap<String, Arc<StoredObject>> = self.cache.maps[QUEUES]
             .values()
             .map(|q| (q.name().to_string(), q.clone()))
@@ -334,7 +339,7 @@ impl Scheduler {
         let mut queue_used: HashMap<String, Resources> = HashMap::new();
         for g in &groups {
             let key = (g.namespace().unwrap_or_default().to_string(), g.name().to_string());
-            let q = queue_of(&g.value);
+            let q = queue_of(&g.value());
             for k in self.members.get(&key).into_iter().flatten() {
                 if let Some((_, r)) = self.placed.get(k) {
                     queue_used.entry(q.clone()).or_default().add(r);
@@ -343,8 +348,9 @@ impl Scheduler {
         }
         let mut waiting_of: HashMap<GroupKey, Vec<&Arc<StoredObject>>> = HashMap::new();
         for p in pending {
-            if scheduler_name(&p.value) == VOLCANO_SCHEDULER
-                && let Some(k) = group_key(p)
+            let value = p.value();
+            if scheduler_name(&value) == VOLCANO_SCHEDULER
+                && let Some(k) = group_key(p, &value)
             {
                 waiting_of.entry(k).or_default().push(p);
             }
@@ -354,9 +360,9 @@ impl Scheduler {
             let key = (pg.namespace().unwrap_or_default().to_string(), pg.name().to_string());
             let members = member_pods(self, &key);
             let waiting: Vec<&Arc<StoredObject>> = waiting_of.remove(&key).unwrap_or_default();
-            let live = members.iter().filter(|p| !is_terminal(&p.value)).count();
-            let min = pg.value["spec"]["minMember"].as_u64().unwrap_or(1) as usize;
-            let queue = queue_of(&pg.value);
+            let live = members.iter().filter(|p| !is_terminal(&p.value())).count();
+            let min = pg.value()["spec"]["minMember"].as_u64().unwrap_or(1) as usize;
+            let queue = queue_of(&pg.value());
             let mut admitted = false;
             let mut held: Option<String> = None;
             let mut just_bound = 0;
@@ -370,14 +376,14 @@ impl Scheduler {
                 } else {
                     let mut need = Resources::default();
                     for p in &waiting {
-                        need.add(&pod_requests(&p.value["spec"]));
+                        need.add(&pod_requests(&p.value()["spec"]));
                     }
                     let mut total = queue_used.get(&queue).cloned().unwrap_or_default();
                     total.add(&need);
                     let queue_ok = match queues.get(&queue) {
                         Some(q) => {
-                            q.value["status"]["state"].as_str().is_none_or(|s| s == "Open")
-                                && total.within(&Resources::from_json(&q.value["spec"]["capability"]))
+                            q.value()["status"]["state"].as_str().is_none_or(|s| s == "Open")
+                                && total.within(&Resources::from_json(&q.value()["spec"]["capability"]))
                         }
                         None => true,
                     };
@@ -388,7 +394,10 @@ impl Scheduler {
                         let mark = self.reserved.len();
                         let placed: Result<Vec<usize>, String> = waiting
                             .iter()
-                            .map(|p| self.place(&mut scratch, &p.value, &pod_requests(&p.value["spec"])))
+                            .map(|p| {
+                                let value = p.value();
+                                self.place(&mut scratch, &value, &pod_requests(&value["spec"]))
+                            })
                             .collect();
                         match placed {
                             Ok(targets) => {
@@ -415,14 +424,14 @@ impl Scheduler {
                     }
                 }
             }
-            let count = |ph: &str| members.iter().filter(|p| super::phase(&p.value) == ph).count();
+            let count = |ph: &str| members.iter().filter(|p| super::phase(&p.value()) == ph).count();
             let (running, succeeded, failed) = (count("Running"), count("Succeeded"), count("Failed"));
             let bound = members
                 .iter()
-                .filter(|p| node_name(&p.value).is_some() && !is_terminal(&p.value))
+                .filter(|p| node_name(&p.value()).is_some() && !is_terminal(&p.value()))
                 .count()
                 + just_bound;
-            let mut status = pg.value["status"].as_object().cloned().unwrap_or_default();
+            let mut status = pg.value()["status"].as_object().cloned().unwrap_or_default();
             let mut conds: Vec<Value> = status
                 .get("conditions")
                 .and_then(Value::as_array)
@@ -466,7 +475,7 @@ impl Scheduler {
                 }
             }
             let desired = Value::Object(status);
-            if desired != pg.value["status"] {
+            if desired != pg.value()["status"] {
                 let sub = pg_info.status_subresource.then_some("status");
                 if let Err(e) = store.patch(
                     &pg_gvr,
@@ -482,7 +491,7 @@ impl Scheduler {
         }
         if let Some(q_info) = store.resource(&queues_gvr()) {
             for q in queues.values() {
-                let mut status = q.value["status"].as_object().cloned().unwrap_or_default();
+                let mut status = q.value()["status"].as_object().cloned().unwrap_or_default();
                 status.insert(
                     "state".into(),
                     json!(status.get("state").cloned().unwrap_or(json!("Open"))),
@@ -492,7 +501,7 @@ impl Scheduler {
                     None => status.remove("running"),
                 };
                 let desired = Value::Object(status);
-                if desired != q.value["status"] {
+                if desired != q.value()["status"] {
                     let sub = q_info.status_subresource.then_some("status");
                     let _ = store.patch(
                         &queues_gvr(),
@@ -525,7 +534,7 @@ fn bind(store: &Store, pod: &StoredObject, node: &str) {
             return;
         }
     };
-    let mut conds: Vec<Value> = bound.value["status"]["conditions"]
+    let mut conds: Vec<Value> = bound.value()["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
@@ -545,7 +554,7 @@ fn bind(store: &Store, pod: &StoredObject, node: &str) {
 
 /// Records `PodScheduled=False` with `reason` and `message` (no write when already recorded).
 fn mark_unschedulable(store: &Store, pod: &StoredObject, reason: &str, message: &str) {
-    let mut conds: Vec<Value> = pod.value["status"]["conditions"]
+    let mut conds: Vec<Value> = pod.value()["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();

@@ -69,10 +69,10 @@ impl Reconciler for StatefulSetController {
         pods: &[Arc<StoredObject>],
         _extra: Extra<'_>,
     ) -> Result<Option<Duration>, ApiError> {
-        if is_terminating(&set.value) {
+        if is_terminating(&set.value()) {
             return Ok(None);
         }
-        let v = &set.value;
+        let v = &set.value();
         let spec = &v["spec"];
         let replicas = spec_i64(v, "replicas", 1).max(0) as usize;
         let min_ready = spec_i64(v, "minReadySeconds", 0);
@@ -101,11 +101,11 @@ impl Reconciler for StatefulSetController {
             && by_ordinal.len() == replicas
             && by_ordinal
                 .values()
-                .all(|p| running_and_ready(&p.value) && !is_terminating(&p.value))
+                .all(|p| running_and_ready(&p.value()) && !is_terminating(&p.value()))
             && let Some((_, p)) = by_ordinal
                 .iter()
                 .rev()
-                .find(|(o, p)| **o >= partition && **o < replicas && revision_of(&p.value) != update_revision)
+                .find(|(o, p)| **o >= partition && **o < replicas && revision_of(&p.value()) != update_revision)
         {
             step = delete_child(store, &Gvr::pods(), p);
         }
@@ -114,16 +114,17 @@ impl Reconciler for StatefulSetController {
         let mut next: Option<Duration> = None;
         for p in pods {
             count += 1;
-            if running_and_ready(&p.value) {
+            if running_and_ready(&p.value()) {
                 ready += 1;
-                match availability(&p.value, min_ready) {
+                match availability(&p.value(), min_ready) {
                     (true, _) => available += 1,
                     (false, Some(w)) => next = Some(next.map_or(w, |n| n.min(w))),
                     (false, None) => {}
                 }
             }
-            if !is_terminating(&p.value) {
-                let r = revision_of(&p.value);
+            let value = p.value();
+            if !is_terminating(&value) {
+                let r = revision_of(&value);
                 if r == current_revision {
                     current += 1;
                 }
@@ -178,20 +179,20 @@ impl StatefulSetController {
                         return Ok(());
                     }
                 }
-                Some(p) if is_terminal(&p.value) && !is_terminating(&p.value) => {
+                Some(p) if is_terminal(&p.value()) && !is_terminating(&p.value()) => {
                     // A failed or finished pod is replaced under the same name.
                     delete_child(store, &Gvr::pods(), p)?;
                     if !parallel {
                         return Ok(());
                     }
                 }
-                Some(p) if !parallel && (!running_and_ready(&p.value) || is_terminating(&p.value)) => return Ok(()),
+                Some(p) if !parallel && (!running_and_ready(&p.value()) || is_terminating(&p.value())) => return Ok(()),
                 Some(_) => {}
             }
         }
         let surplus: Vec<&&Arc<StoredObject>> = by_ordinal.range(replicas..).rev().map(|(_, p)| p).collect();
         for p in surplus {
-            if is_terminating(&p.value) {
+            if is_terminating(&p.value()) {
                 if parallel {
                     continue;
                 }
@@ -213,10 +214,10 @@ fn new_pod(set: &StoredObject, ordinal: usize, revision: &str) -> Value {
         (LABEL_POD_NAME, name.clone()),
         (LABEL_POD_INDEX, ordinal.to_string()),
     ];
-    let template = &set.value["spec"]["template"];
+    let template = &set.value()["spec"]["template"];
     let mut pod = pod_from_template(set, "StatefulSet", template, PodName::Fixed(&name), &labels);
     pod["spec"]["hostname"] = json!(name);
-    if let Some(svc) = set.value["spec"]["serviceName"].as_str().filter(|s| !s.is_empty()) {
+    if let Some(svc) = set.value()["spec"]["serviceName"].as_str().filter(|s| !s.is_empty()) {
         pod["spec"]["subdomain"] = json!(svc);
     }
     pod

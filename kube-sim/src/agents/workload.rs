@@ -62,15 +62,6 @@ pub(super) struct OwnerController<R> {
 const OWNERS: usize = 0;
 const CHILDREN: usize = 1;
 
-/// The uid of the controller owner reference of `obj` when its kind is `kind`.
-fn controller_of_kind<'a>(obj: &'a Value, kind: &str) -> Option<&'a str> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"].as_bool() == Some(true) && r["kind"] == kind)
-        .and_then(|r| r["uid"].as_str())
-}
-
 impl<R: Reconciler> OwnerController<R> {
     pub(super) fn new(store: &Store, reconciler: R) -> Self {
         let mut gvrs = vec![reconciler.owner(), reconciler.child()];
@@ -108,8 +99,8 @@ impl<R: Reconciler> OwnerController<R> {
                 }
                 CHILDREN => {
                     let kind = self.owner_kind;
-                    let old_owner = ch.old.as_ref().and_then(|o| controller_of_kind(&o.value, kind));
-                    let new_owner = ch.new.as_ref().and_then(|o| controller_of_kind(&o.value, kind));
+                    let old_owner = ch.old.as_ref().and_then(|o| o.controller_of_kind(kind));
+                    let new_owner = ch.new.as_ref().and_then(|o| o.controller_of_kind(kind));
                     if let Some(u) = old_owner
                         && (ch.new.is_none() || Some(u) != new_owner)
                         && let Some(set) = self.by_owner.get_mut(u)
@@ -336,7 +327,7 @@ pub(super) fn delete_child(store: &Store, gvr: &Gvr, child: &StoredObject) -> Re
 
 /// Writes `desired` as the owner's status when it differs, guarded by the owner's resourceVersion.
 pub(super) fn write_status(store: &Store, gvr: &Gvr, owner: &StoredObject, desired: &Value) -> Result<(), ApiError> {
-    if owner.value["status"] == *desired {
+    if owner.value()["status"] == *desired {
         return Ok(());
     }
     store
@@ -365,7 +356,7 @@ pub(super) fn generation(owner: &Value) -> i64 {
 pub(super) fn by_creation(objs: &mut [Arc<StoredObject>]) {
     objs.sort_by(|a, b| {
         let ts = |o: &StoredObject| {
-            o.value["metadata"]["creationTimestamp"]
+            o.value()["metadata"]["creationTimestamp"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string()

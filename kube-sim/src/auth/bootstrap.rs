@@ -329,26 +329,26 @@ pub fn aggregate(store: &Store) -> usize {
         return 0;
     };
     let mut changed = 0;
-    for role in list.items.iter().filter(|r| r.value["aggregationRule"].is_object()) {
-        let selectors = role.value["aggregationRule"]["clusterRoleSelectors"]
+    for role in list.items.iter().filter(|r| r.value()["aggregationRule"].is_object()) {
+        let selectors = role.value()["aggregationRule"]["clusterRoleSelectors"]
             .as_array()
             .cloned()
             .unwrap_or_default();
         let mut rules: Vec<Value> = Vec::new();
         for other in list.items.iter().filter(|o| o.name() != role.name()) {
-            let labels = &other.value["metadata"]["labels"];
+            let labels = &other.value()["metadata"]["labels"];
             if selectors.iter().any(|s| selector_matches(s, labels)) {
-                for r in other.value["rules"].as_array().into_iter().flatten() {
+                for r in other.value()["rules"].as_array().into_iter().flatten() {
                     if !rules.contains(r) {
                         rules.push(r.clone());
                     }
                 }
             }
         }
-        if role.value["rules"].as_array().map(Vec::as_slice).unwrap_or_default() == rules.as_slice() {
+        if role.value()["rules"].as_array().map(Vec::as_slice).unwrap_or_default() == rules.as_slice() {
             continue;
         }
-        let mut updated = role.value.clone();
+        let mut updated = role.value();
         updated["rules"] = Value::Array(rules);
         // A concurrent writer wins; the next pass (triggered by its write) aggregates again.
         if store.update(&rbac_gvr("clusterroles"), None, updated, None).is_ok() {

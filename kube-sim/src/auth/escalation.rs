@@ -92,7 +92,7 @@ pub fn confirm(
                     format!("{}.{RBAC_GROUP} {role_name:?} not found", role_kind.to_lowercase()),
                 )
             })?;
-            role.value["rules"].as_array().cloned().unwrap_or_default()
+            role.value()["rules"].as_array().cloned().unwrap_or_default()
         }
     };
     let missing = missing_rights(store, user, namespace, &rules);

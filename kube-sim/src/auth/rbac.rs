@@ -72,20 +72,20 @@ pub fn grants(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Grant>, V
                 format!("{binding_name}/{binding_ns}")
             )
         };
-        let rules = role.value["rules"].as_array().cloned().unwrap_or_default();
+        let rules = role.value()["rules"].as_array().cloned().unwrap_or_default();
         grants.push(Grant { source, rules });
     };
     let all = ListOptions::default();
     if let Ok(list) = store.list(&rbac_gvr("clusterrolebindings"), None, &all) {
         for b in &list.items {
-            visit(&b.value, "");
+            visit(&b.value(), "");
         }
     }
     if !namespace.is_empty()
         && let Ok(list) = store.list(&rbac_gvr("rolebindings"), Some(namespace), &all)
     {
         for b in &list.items {
-            visit(&b.value, namespace);
+            visit(&b.value(), namespace);
         }
     }
     (grants, errors)

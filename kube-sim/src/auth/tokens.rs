@@ -217,7 +217,7 @@ pub fn authenticate(issuer: &TokenIssuer, store: &Store, token: &str, now: Syste
     let sa = store
         .get(&Gvr::service_accounts(), Some(ns), name)
         .map_err(|_| gone())?;
-    if sa.uid() != uid || sa.value["metadata"]["deletionTimestamp"].is_string() {
+    if sa.uid() != uid || sa.value()["metadata"]["deletionTimestamp"].is_string() {
         return Err(gone());
     }
     let mut user = UserInfo::service_account(ns, name, uid);
@@ -231,7 +231,7 @@ pub fn authenticate(issuer: &TokenIssuer, store: &Store, token: &str, now: Syste
         let pod_uid = binding["pod"]["uid"].as_str().unwrap_or_default();
         let pod_gone = || TokenError::Pod(format!("{ns}/{pod}"));
         let stored = store.get(&Gvr::pods(), Some(ns), pod).map_err(|_| pod_gone())?;
-        if stored.uid() != pod_uid || stored.value["metadata"]["deletionTimestamp"].is_string() {
+        if stored.uid() != pod_uid || stored.value()["metadata"]["deletionTimestamp"].is_string() {
             return Err(pod_gone());
         }
         user.extra
@@ -253,7 +253,8 @@ pub fn pod_projected_token(
     expiration: Duration,
 ) -> Result<String, ApiError> {
     let pod = store.get(&Gvr::pods(), Some(namespace), pod)?;
-    let sa_name = pod.value["spec"]["serviceAccountName"]
+    let pod_value = pod.value();
+    let sa_name = pod_value["spec"]["serviceAccountName"]
         .as_str()
         .filter(|s| !s.is_empty())
         .unwrap_or("default");

@@ -128,8 +128,8 @@ fn names(pod: &Value, list: &str) -> Vec<String> {
 
 /// kube-apiserver's container choice: the only container, else the one named (and it must exist).
 pub(super) fn pick_container(pod: &StoredObject, asked: Option<&str>) -> Result<String, ApiError> {
-    let (containers, inits) = (names(&pod.value, "containers"), names(&pod.value, "initContainers"));
-    let ephemeral = names(&pod.value, "ephemeralContainers");
+    let (containers, inits) = (names(&pod.value(), "containers"), names(&pod.value(), "initContainers"));
+    let ephemeral = names(&pod.value(), "ephemeralContainers");
     let name = pod.name();
     match asked {
         Some(c) if containers.iter().chain(&inits).chain(&ephemeral).any(|n| n == c) => Ok(c.to_string()),
@@ -167,7 +167,8 @@ fn container_status<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
 /// The kubelet's check that a container has a log to read (`validateContainerLogStatus`).
 fn check_status(pod: &StoredObject, container: &str, previous: bool) -> Result<(), ApiError> {
     let name = pod.name();
-    let Some(status) = container_status(&pod.value, container) else {
+    let value = pod.value();
+    let Some(status) = container_status(&value, container) else {
         // The kubelet has not reported the container yet: it is being created.
         return Err(ApiError::bad_request(format!(
             "container {container:?} in pod {name:?} is waiting to start: ContainerCreating"
@@ -220,7 +221,7 @@ pub(super) fn serve(
 ) -> Result<Response<Body>, ApiError> {
     let opts = LogOptions::parse(pod.name(), query)?;
     let container = pick_container(pod, opts.container.as_deref())?;
-    if pod.value["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+    if pod.value()["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
         // Not scheduled: no kubelet to ask, so kube-apiserver answers an empty log.
         return Ok(text_body(Vec::new()));
     }

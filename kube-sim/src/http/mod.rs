@@ -613,7 +613,7 @@ impl Ctx {
             self.protobuf_response(code, &meta)
                 .unwrap_or_else(|| value_response(code, &meta))
         } else {
-            self.protobuf_response(code, &obj.value)
+            self.protobuf_response(code, &obj.value())
                 .unwrap_or_else(|| json_response(code, obj.json.clone()))
         }
     }
@@ -638,7 +638,7 @@ impl Ctx {
                         if self.metadata_only() {
                             i.partial_metadata()
                         } else {
-                            i.value.clone()
+                            i.value()
                         }
                     })
                     .collect(),
@@ -692,7 +692,7 @@ impl Ctx {
                 let mut body = self.parse_body(&info)?;
                 let name = route.name.clone().unwrap_or_default();
                 let cur = self.store().get(gvr, None, &name)?;
-                let mut merged = cur.value.clone();
+                let mut merged = cur.value();
                 merged["spec"]["finalizers"] = body["spec"]["finalizers"].take();
                 let obj = self.store().update(gvr, None, merged, None)?;
                 return Ok(self.object_response(200, &obj));
@@ -778,7 +778,7 @@ impl Ctx {
                     &kind,
                     (ns, name),
                     &mut body,
-                    || self.store().get(gvr, ns, name).ok().map(|o| o.value.clone()),
+                    || self.store().get(gvr, ns, name).ok().map(|o| o.value()),
                 )?;
                 self.admit(&info, &route, verb, Some(&body), Some(&kind)).await?;
                 let (o, created) =
@@ -903,7 +903,7 @@ impl Ctx {
             ("patch", Some(PatchKind::Apply { .. }), None) => body.cloned(),
             ("patch", _, None) => return Ok(()),
             ("patch", Some(kind), Some(old)) => {
-                let mut doc = old.value.clone();
+                let mut doc = old.value();
                 let patched = match kind {
                     PatchKind::Merge => {
                         crate::patch::merge_patch(&mut doc, body.unwrap_or(&Value::Null));
@@ -949,6 +949,7 @@ impl Ctx {
                     .and_then(|o| o["metadata"]["name"].as_str().map(str::to_owned))
             })
             .unwrap_or_default();
+        let old_value = old.as_ref().map(|o| o.value());
         let input = AdmissionInput {
             info,
             subresource,
@@ -956,7 +957,7 @@ impl Ctx {
             namespace: ns,
             name: &name,
             object: object.as_ref(),
-            old_object: old.as_ref().map(|o| &o.value),
+            old_object: old_value.as_ref(),
             username: &self.user.name,
         };
         webhooks::admit(&hooks, &input).await
@@ -1048,7 +1049,7 @@ impl Ctx {
             None => (raw.clone(), String::new()),
         };
         let obj = self.store().get(&Gvr::services(), Some(&ns), &svc)?;
-        let backend = self.state.proxies.find(&ns, &svc, &obj.value);
+        let backend = self.state.proxies.find(&ns, &svc, &obj.value());
         let req = ProxyRequest {
             method: self.method.clone(),
             namespace: ns,
@@ -1062,10 +1063,10 @@ impl Ctx {
             query: q.encode(),
             headers: self.headers.clone(),
             body: self.body.clone(),
-            service_object: Arc::new(obj.value.clone()),
+            service_object: Arc::new(obj.value()),
         };
         let Some(backend) = backend else {
-            let target = proxy::service_endpoint(self.store(), &req.namespace, &obj.value, &req.port)?;
+            let target = proxy::service_endpoint(self.store(), &req.namespace, &obj.value(), &req.port)?;
             return Ok(proxy::forward_http(target, &req).await?.map(full));
         };
         let started = Instant::now();
@@ -1085,7 +1086,7 @@ impl Ctx {
         let raw = route.name.clone().unwrap_or_default();
         let (name, port) = raw.split_once(':').unwrap_or((raw.as_str(), ""));
         let pod = self.store().get(&Gvr::pods(), Some(&ns), name)?;
-        let target = proxy::pod_endpoint(&pod.value, port)?;
+        let target = proxy::pod_endpoint(&pod.value(), port)?;
         let req = ProxyRequest {
             method: self.method.clone(),
             namespace: ns,

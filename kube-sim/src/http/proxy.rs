@@ -167,13 +167,13 @@ pub fn service_endpoint(
         .items
         .iter()
         .find_map(|slice| {
-            let number = slice.value["ports"]
+            let number = slice.value()["ports"]
                 .as_array()?
                 .iter()
                 .find(|p| p["name"].as_str().unwrap_or_default() == port_name)?["port"]
                 .as_u64()
                 .and_then(|n| u16::try_from(n).ok())?;
-            let ip = slice.value["endpoints"]
+            let ip = slice.value()["endpoints"]
                 .as_array()?
                 .iter()
                 .filter(|e| e["conditions"]["ready"].as_bool() != Some(false))

@@ -11,7 +11,7 @@ use crate::store::{Store, StoredObject};
 
 /// The `Scale` view of a stored workload.
 pub fn scale_of(obj: &StoredObject) -> Value {
-    let v = &obj.value;
+    let v = &obj.value();
     let meta = &v["metadata"];
     json!({
         "kind": "Scale",
@@ -67,7 +67,7 @@ fn write(store: &Store, info: &ResourceInfo, ns: Option<&str>, name: &str, scale
             }],
         ));
     }
-    let mut next = cur.value.clone();
+    let mut next = cur.value();
     next["spec"]["replicas"] = json!(replicas);
     next["metadata"]["resourceVersion"] = match scale["metadata"]["resourceVersion"].as_str() {
         Some(rv) if !rv.is_empty() => json!(rv),

@@ -80,7 +80,7 @@ impl Encoder {
                 if self.meta_only {
                     o.partial_metadata()
                 } else {
-                    o.value.clone()
+                    o.value()
                 },
             ),
             WatchEvent::InitialEventsEnd(rv) => (

@@ -68,17 +68,17 @@ pub fn build(store: &Store) -> ClusterView {
     if let Ok(services) = store.list(&Gvr::services(), None, &all) {
         for svc in &services.items {
             let key = (svc.namespace().unwrap_or_default().to_string(), svc.name().to_string());
-            view.insert(key, service_entry(&svc.value));
+            view.insert(key, service_entry(&svc.value()));
         }
     }
     if let Ok(slices) = store.list(&endpoint_slices(), None, &all) {
         for slice in &slices.items {
-            let Some(svc) = slice.value["metadata"]["labels"][SERVICE_NAME_LABEL].as_str() else {
+            let Some(svc) = slice.label(SERVICE_NAME_LABEL) else {
                 continue;
             };
             let key = (slice.namespace().unwrap_or_default().to_string(), svc.to_string());
             if let Some(entry) = view.get_mut(&key) {
-                entry.endpoints.extend(slice_endpoints(&slice.value));
+                entry.endpoints.extend(slice_endpoints(&slice.value()));
             }
         }
     }

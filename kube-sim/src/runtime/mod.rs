@@ -149,7 +149,7 @@ impl StoreObjects<'_> {
             .store
             .get(&Gvr::core(resource), Some(namespace), name)
             .ok()?;
-        Some(o.value.clone())
+        Some(o.value())
     }
 }
 
@@ -219,12 +219,9 @@ impl Shared {
             .ctx
             .store
             .get(&Gvr::services(), Some("default"), crate::network::KUBERNETES_SERVICE)
-            .ok();
-        let (host, port) = compose::api_server_address(
-            net.netns.is_some(),
-            kubernetes_service.as_ref().map(|svc| &svc.value),
-            self.ctx.api,
-        );
+            .ok()
+            .map(|svc| svc.value());
+        let (host, port) = compose::api_server_address(net.netns.is_some(), kubernetes_service.as_ref(), self.ctx.api);
         let port = port.to_string();
         let mut env = Vec::new();
         if pod["spec"]["enableServiceLinks"] != false {
@@ -236,12 +233,13 @@ impl Shared {
                 .map(|l| l.items)
                 .unwrap_or_default();
             for svc in services {
-                let ip = svc.value["spec"]["clusterIP"].as_str().unwrap_or_default();
+                let value = svc.value();
+                let ip = value["spec"]["clusterIP"].as_str().unwrap_or_default();
                 if ip.is_empty() || ip == "None" {
                     continue;
                 }
                 let prefix = service_env_name(svc.name());
-                let ports = svc.value["spec"]["ports"].as_array().cloned().unwrap_or_default();
+                let ports = value["spec"]["ports"].as_array().cloned().unwrap_or_default();
                 let Some(first) = ports.first() else { continue };
                 env.push((format!("{prefix}_SERVICE_HOST"), ip.to_string()));
                 env.push((format!("{prefix}_SERVICE_PORT"), first["port"].to_string()));

@@ -122,7 +122,7 @@ pub fn v1_to_core(v1: &Value) -> Result<Value, ApiError> {
 
 /// A stored object presented as events.k8s.io/v1 (same resourceVersion).
 pub fn present(obj: &Arc<StoredObject>) -> Arc<StoredObject> {
-    StoredObject::new(core_to_v1(&obj.value), obj.rv)
+    StoredObject::new(core_to_v1(&obj.value()), obj.rv)
 }
 
 /// A patch against an events.k8s.io/v1 Event rewritten to apply to the stored core Event: object-shaped patches

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::{
     DeleteOptions, FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, ObjRef, Propagation, Store,
-    StoredObject, finalizers, is_terminating, owner_uids,
+    StoredObject, finalizers, is_terminating,
 };
 use crate::kinds::Gvr;
 use crate::patch::PatchKind;
@@ -57,9 +57,8 @@ fn gvr_of(store: &Store, r: &ObjRef) -> Option<Gvr> {
 /// The resource at the object's own `apiVersion` (writes through another served version of a CRD are rejected
 /// with 400 because the stored `apiVersion` does not match), else any served version.
 fn gvr_of_obj(store: &Store, r: &ObjRef, obj: &StoredObject) -> Option<Gvr> {
-    let version = obj.value["apiVersion"]
-        .as_str()
-        .map(|v| v.rsplit('/').next().unwrap_or(v));
+    let value = obj.value();
+    let version = value["apiVersion"].as_str().map(|v| v.rsplit('/').next().unwrap_or(v));
     version
         .map(|v| Gvr::new(&r.group, v, &r.resource))
         .filter(|g| store.resource(g).is_some())
@@ -100,7 +99,7 @@ fn owner_alive(store: &Store, dependent: &ObjRef, uid: &str) -> bool {
 
 fn remove_owner_refs(store: &Store, r: &ObjRef, obj: &StoredObject, drop: &dyn Fn(&str) -> bool) {
     let Some(gvr) = gvr_of_obj(store, r, obj) else { return };
-    let refs: Vec<Value> = obj.value["metadata"]["ownerReferences"]
+    let refs: Vec<Value> = obj.value()["metadata"]["ownerReferences"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -118,7 +117,7 @@ fn remove_owner_refs(store: &Store, r: &ObjRef, obj: &StoredObject, drop: &dyn F
 fn owner_gone(store: &Store, uid: &str) {
     for r in dependents(store, uid) {
         let Some(obj) = lookup(store, &r) else { continue };
-        let owners = owner_uids(&obj.value);
+        let owners: Vec<String> = obj.owner_uids().map(str::to_string).collect();
         let alive: Vec<&String> = owners.iter().filter(|u| owner_alive(store, &r, u)).collect();
         if alive.is_empty() {
             let Some(gvr) = gvr_of(store, &r) else { continue };
@@ -139,7 +138,10 @@ fn owner_gone(store: &Store, uid: &str) {
 fn drop_finalizer(store: &Store, r: &ObjRef, finalizer: &str) {
     let Some(obj) = lookup(store, r) else { return };
     let Some(gvr) = gvr_of_obj(store, r, &obj) else { return };
-    let fins: Vec<String> = finalizers(&obj.value).into_iter().filter(|f| f != finalizer).collect();
+    let fins: Vec<String> = finalizers(&obj.value())
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
     let patch = json!({"metadata": {"finalizers": if fins.is_empty() { Value::Null } else { json!(fins) }, "resourceVersion": obj.rv.to_string()}});
     if let Err(e) = store.patch(&gvr, ns_of(r), &r.name, &PatchKind::Merge, &patch, None) {
         tracing::debug!(error = %e, object = %r.name, "gc: could not remove finalizer");
@@ -162,19 +164,19 @@ fn foreground(store: &Store, uid: &str) {
     let Some((owner_ref, owner)) = by_uid(store, uid) else {
         return;
     };
-    if !is_terminating(&owner.value) || !finalizers(&owner.value).iter().any(|f| f == FOREGROUND_FINALIZER) {
+    if !is_terminating(&owner.value()) || !finalizers(&owner.value()).iter().any(|f| f == FOREGROUND_FINALIZER) {
         return;
     }
     let mut blocking = 0;
     for r in dependents(store, uid) {
         let Some(obj) = lookup(store, &r) else { continue };
-        let blocks = obj.value["metadata"]["ownerReferences"]
+        let blocks = obj.value()["metadata"]["ownerReferences"]
             .as_array()
             .is_some_and(|a| a.iter().any(|o| o["uid"] == uid && o["blockOwnerDeletion"] == true));
         if blocks {
             blocking += 1;
         }
-        if !is_terminating(&obj.value)
+        if !is_terminating(&obj.value())
             && let Some(gvr) = gvr_of(store, &r)
         {
             let policy = if blocks {
@@ -215,7 +217,7 @@ async fn finalize_namespace(store: Store, ns: String) {
             };
             for obj in items.items {
                 remaining += 1;
-                if !is_terminating(&obj.value) {
+                if !is_terminating(&obj.value()) {
                     let opts = DeleteOptions {
                         propagation: Some(Propagation::Background),
                         ..DeleteOptions::default()
@@ -232,7 +234,7 @@ async fn finalize_namespace(store: Store, ns: String) {
     let Ok(nsobj) = store.get(&Gvr::namespaces(), None, &ns) else {
         return;
     };
-    let spec_fins: Vec<Value> = nsobj.value["spec"]["finalizers"]
+    let spec_fins: Vec<Value> = nsobj.value()["spec"]["finalizers"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -241,7 +243,7 @@ async fn finalize_namespace(store: Store, ns: String) {
                 .collect()
         })
         .unwrap_or_default();
-    let mut updated = nsobj.value.clone();
+    let mut updated = nsobj.value();
     updated["spec"]["finalizers"] = json!(spec_fins);
     if let Err(e) = store.update(&Gvr::namespaces(), None, updated, None) {
         tracing::debug!(error = %e, namespace = %ns, "namespace controller: finalize failed");

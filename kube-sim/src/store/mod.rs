@@ -24,6 +24,7 @@ pub(crate) mod apps;
 pub mod events;
 mod gc;
 mod managed;
+mod object;
 mod strategy;
 mod watch;
 
@@ -31,12 +32,12 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, mpsc};
 
 pub use gc::GcTask;
+pub use object::StoredObject;
 pub use watch::{WatchEvent, WatchOptions, WatchReceiver};
 
 use crate::error::{ApiError, FieldError};
@@ -60,53 +61,6 @@ const MAX_GENERATE_NAME_PREFIX: usize = 58;
 const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// Length of generated name suffixes.
 const NAME_SUFFIX_LEN: usize = 5;
-
-/// A stored object: its JSON value, its pre-serialized bytes and its resourceVersion.
-#[derive(Debug)]
-pub struct StoredObject {
-    /// The object as JSON.
-    pub value: Value,
-    /// `value` serialized once at commit time, so lists and watches never re-serialize.
-    pub json: Bytes,
-    /// `metadata.resourceVersion` as a number.
-    pub rv: u64,
-}
-
-impl StoredObject {
-    /// Wraps a value, stamping `metadata.resourceVersion = rv` and serializing it.
-    pub fn new(mut value: Value, rv: u64) -> Arc<Self> {
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        }
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Arc::new(Self { value, json, rv })
-    }
-
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        self.value["metadata"]["name"].as_str().unwrap_or_default()
-    }
-
-    /// `metadata.namespace`, if any.
-    pub fn namespace(&self) -> Option<&str> {
-        self.value["metadata"]["namespace"].as_str()
-    }
-
-    /// `metadata.uid`.
-    pub fn uid(&self) -> &str {
-        self.value["metadata"]["uid"].as_str().unwrap_or_default()
-    }
-
-    /// The same object reported at another resourceVersion (used for DELETED-on-transition events).
-    pub fn with_rv(&self, rv: u64) -> Arc<Self> {
-        Self::new(self.value.clone(), rv)
-    }
-
-    /// The metadata-only (`PartialObjectMetadata`) rendering of this object.
-    pub fn partial_metadata(&self) -> Value {
-        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": self.value["metadata"]})
-    }
-}
 
 /// What happened to an object in a committed write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +236,8 @@ struct Inner {
     feeds: Vec<FeedSender>,
     /// Age below which history events are kept beyond the count limit.
     history_age: Duration,
+    /// Events kept per resource at most, whatever their age.
+    history_max: usize,
 }
 
 /// One subscriber of [`Store::change_feed`]: the resources it follows and where their events go.
@@ -307,6 +263,8 @@ pub struct StoreConfig {
     pub history_len: usize,
     /// Events younger than this are kept even beyond `history_len`.
     pub history_age: Duration,
+    /// Events kept per resource at most, whatever their age (wins over `history_age`).
+    pub history_max: usize,
     /// Fan-out channel capacity per resource.
     pub channel_capacity: usize,
     /// RNG seed.
@@ -336,6 +294,7 @@ impl From<&crate::SimConfig> for StoreConfig {
         Self {
             history_len: c.history_len,
             history_age: c.history_age,
+            history_max: c.history_max,
             channel_capacity: c.watch_channel_capacity,
             seed: c.seed,
             gc_delay: c.gc_delay,
@@ -390,13 +349,6 @@ fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn owner_uids(obj: &Value) -> Vec<String> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|r| r["uid"].as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
 fn is_terminating(obj: &Value) -> bool {
     obj["metadata"].get("deletionTimestamp").is_some_and(|v| !v.is_null())
 }
@@ -437,6 +389,7 @@ impl Store {
             managed: HashMap::new(),
             feeds: Vec::new(),
             history_age: config.history_age,
+            history_max: config.history_max,
         };
         for info in builtin_resources() {
             inner.register(Arc::new(info), config.channel_capacity);
@@ -598,7 +551,7 @@ impl Store {
                 }
                 continue;
             }
-            if !opts.label_selector.matches(&obj.value) || !fields.matches(&obj.value) {
+            if !obj.matches_labels(&opts.label_selector) || !obj.matches_fields(&fields) {
                 continue;
             }
             if let Some(l) = limit
@@ -840,7 +793,7 @@ impl Store {
                     }
                 }
                 Some(old) => {
-                    let mut doc = old.value.clone();
+                    let mut doc = old.value();
                     // Server-side apply ownership: conflicts, then fields this manager stopped applying.
                     let mut applied = None;
                     if let PatchKind::Apply {
@@ -850,7 +803,7 @@ impl Store {
                     {
                         let paths = managed::leaf_paths(&info, body);
                         let owned = g.managed.get(old.uid()).cloned().unwrap_or_default();
-                        let conflicts = managed::conflicts(&owned, m, &paths, body, &old.value);
+                        let conflicts = managed::conflicts(&owned, m, &paths, body, &old.value());
                         if !conflicts.is_empty() && !force {
                             return Err(managed::conflict_error(&info, name, &conflicts));
                         }
@@ -1102,7 +1055,7 @@ impl Inner {
         }
         if let Some(owned) = self.managed.get_mut(old.uid()) {
             let manager = manager.filter(|m| !m.is_empty()).unwrap_or(managed::UNKNOWN_MANAGER);
-            managed::record_update(owned, info, manager, &old.value, &new.value);
+            managed::record_update(owned, info, manager, &old.value(), &new.value());
         }
     }
 
@@ -1177,11 +1130,14 @@ impl Inner {
             name: key.1.clone(),
         };
         // Owner index maintenance.
-        let old_owners = previous.as_ref().map(|p| owner_uids(&p.value)).unwrap_or_default();
-        let new_owners = if kind == EventType::Deleted {
+        let old_owners: Vec<String> = previous
+            .as_ref()
+            .map(|p| p.owner_uids().map(str::to_string).collect())
+            .unwrap_or_default();
+        let new_owners: Vec<String> = if kind == EventType::Deleted {
             Vec::new()
         } else {
-            owner_uids(&obj.value)
+            obj.owner_uids().map(str::to_string).collect()
         };
         for u in old_owners.iter().filter(|u| !new_owners.contains(u)) {
             if let Some(set) = self.dependents.get_mut(u) {
@@ -1217,12 +1173,14 @@ impl Inner {
         ks.history.push_back(event.clone());
         let now = Instant::now();
         ks.history_times.push_back(now);
-        // Keep the last `history_len` events or those younger than `history_age`, whichever are more.
-        while ks.history.len() > history_len
-            && ks
-                .history_times
-                .front()
-                .is_some_and(|t| now.duration_since(*t) > self.history_age)
+        // Keep the last `history_len` events or those younger than `history_age`, whichever are more, but never
+        // more than `history_max` (the ceiling of upstream's watch cache).
+        while ks.history.len() > self.history_max
+            || (ks.history.len() > history_len
+                && ks
+                    .history_times
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) > self.history_age))
         {
             ks.history_times.pop_front();
             if let Some(ev) = ks.history.pop_front() {

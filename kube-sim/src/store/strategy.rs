@@ -10,7 +10,7 @@ use super::apps;
 use super::{
     DeleteOptions, DeleteOutcome, EventType, FOREGROUND_FINALIZER, GcTask, Inner, JOB_ORPHAN_WARNING, Key,
     MAX_GENERATE_NAME_PREFIX, NAMESPACE_FINALIZER, ORPHAN_FINALIZER, Propagation, StoreConfig, StoredObject,
-    finalizers, is_terminating, kind_key, meta_str, now_rfc3339, owner_uids, rfc3339_after, scope_key,
+    finalizers, is_terminating, kind_key, meta_str, now_rfc3339, rfc3339_after, scope_key,
 };
 use crate::error::{ApiError, FieldError};
 use crate::kinds::{GenerationRule, Gvr, ResourceInfo, resources_from_crd};
@@ -204,7 +204,7 @@ impl Inner {
         if info.namespaced {
             match self.lookup_ns(&ns) {
                 None => return Err(ApiError::namespace_not_found(&ns)),
-                Some(n) if is_terminating(&n.value) => {
+                Some(n) if is_terminating(&n.value()) => {
                     return Err(ApiError::forbidden(
                         info.target(&name),
                         &format!("unable to create new content in namespace {ns} because it is being terminated"),
@@ -241,7 +241,7 @@ impl Inner {
             }
         }
         if is(info, "apiextensions.k8s.io", "customresourcedefinitions") {
-            for r in resources_from_crd(&created.value) {
+            for r in resources_from_crd(&created.value()) {
                 self.register(Arc::new(r), config.channel_capacity);
             }
         }
@@ -401,7 +401,7 @@ impl Inner {
             ));
         }
         if subresource == Some("status") {
-            let mut base = old.value.clone();
+            let mut base = old.value();
             base["status"] = new.get("status").cloned().unwrap_or(Value::Null);
             if base["status"].is_null() {
                 o_remove_status(&mut base);
@@ -420,13 +420,13 @@ impl Inner {
             }
             new = base;
         } else if info.status_subresource {
-            match old.value.get("status") {
+            match old.value().get("status") {
                 Some(s) => new["status"] = s.clone(),
                 None => o_remove_status(&mut new),
             }
         }
         {
-            let old_meta = &old.value["metadata"];
+            let old_meta = &old.value()["metadata"];
             let meta = meta_mut(&mut new);
             for f in [
                 "uid",
@@ -454,8 +454,8 @@ impl Inner {
         if !errs.is_empty() {
             return Err(ApiError::invalid(target, &errs));
         }
-        if is_terminating(&old.value) {
-            let before = finalizers(&old.value);
+        if is_terminating(&old.value()) {
+            let before = finalizers(&old.value());
             if finalizers(&new).iter().any(|f| !before.contains(f)) {
                 return Err(ApiError::invalid(
                     target,
@@ -466,15 +466,15 @@ impl Inner {
                 ));
             }
         }
-        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut new, Some(&old.value))?;
+        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut new, Some(&old.value()))?;
         if subresource.is_none() {
             self.prepare_update(info, old, &mut new)?;
-            if spec_diff(info, &old.value, &new) {
+            if spec_diff(info, &old.value(), &new) {
                 bump_generation(&mut new);
             }
         }
         meta_mut(&mut new).insert("resourceVersion".into(), json!(old.rv.to_string()));
-        if new == old.value {
+        if new == old.value() {
             return Ok(old.clone());
         }
         let key = scope_key(info, old.namespace(), &name)?;
@@ -491,11 +491,11 @@ impl Inner {
             config.history_len,
         );
         if is(info, "apiextensions.k8s.io", "customresourcedefinitions") {
-            for r in resources_from_crd(&updated.value) {
+            for r in resources_from_crd(&updated.value()) {
                 self.register(Arc::new(r), config.channel_capacity);
             }
         }
-        if is_terminating(&updated.value) {
+        if is_terminating(&updated.value()) {
             let _ = self.gc_tx.send(GcTask::Recheck(updated.uid().to_string()));
         }
         Ok(updated)
@@ -512,7 +512,7 @@ impl Inner {
         }
         let name = old.name().to_string();
         if apps::is_workload(info) {
-            apps::validate_update(info, &name, &old.value, new)?;
+            apps::validate_update(info, &name, &old.value(), new)?;
             apps::default_workload(info, new);
             return Ok(());
         }
@@ -525,7 +525,7 @@ impl Inner {
         match (info.gvr.group.as_str(), info.gvr.resource.as_str()) {
             ("", "pods") => {
                 default_pod(new);
-                let old_spec = &old.value["spec"];
+                let old_spec = &old.value()["spec"];
                 let new_spec = &new["spec"];
                 if pod_spec_mutable_view(old_spec) != pod_spec_mutable_view(new_spec) {
                     return Err(ApiError::invalid(
@@ -538,17 +538,20 @@ impl Inner {
                 }
             }
             ("", "services") => {
-                let old_ip = old.value["spec"]["clusterIP"].as_str().unwrap_or_default().to_string();
+                let old_ip = old.value()["spec"]["clusterIP"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 match new["spec"]["clusterIP"].as_str() {
                     Some(ip) if !ip.is_empty() && ip != old_ip => return Err(immutable("spec.clusterIP", &json!(ip))),
                     _ => {}
                 }
-                default_service(new, Some(&old.value), &old_ip);
+                default_service(new, Some(&old.value()), &old_ip);
             }
             ("networking.k8s.io", "networkpolicies") => default_network_policy(new),
             ("batch", "jobs") => {
                 for f in ["template", "selector", "completionMode"] {
-                    let (o, n) = (&old.value["spec"][f], &new["spec"][f]);
+                    let (o, n) = (&old.value()["spec"][f], &new["spec"][f]);
                     if !n.is_null() && o != n {
                         return Err(immutable(&format!("spec.{f}"), n));
                     }
@@ -558,7 +561,7 @@ impl Inner {
                 }
             }
             ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings")
-                if old.value["roleRef"] != new["roleRef"] =>
+                if old.value()["roleRef"] != new["roleRef"] =>
             {
                 return Err(ApiError::invalid(
                     info.target(&name),
@@ -570,7 +573,7 @@ impl Inner {
                 ));
             }
             ("", "namespaces") if new["spec"].is_null() => {
-                new["spec"] = old.value["spec"].clone();
+                new["spec"] = old.value()["spec"].clone();
             }
             _ => {}
         }
@@ -586,17 +589,17 @@ impl Inner {
         last: Arc<StoredObject>,
     ) -> Arc<StoredObject> {
         let uid = last.uid().to_string();
-        let owners = owner_uids(&last.value);
+        let owners: Vec<String> = last.owner_uids().map(str::to_string).collect();
         let gone = self.commit(
             info,
             key,
-            last.value.clone(),
+            last.value(),
             EventType::Deleted,
             Some(last),
             config.history_len,
         );
         if is(info, "apiextensions.k8s.io", "customresourcedefinitions") {
-            self.remove_crd_instances(config, &gone.value);
+            self.remove_crd_instances(config, &gone.value());
         }
         let _ = self.gc_tx.send(GcTask::OwnerGone(uid));
         for o in owners {
@@ -614,14 +617,7 @@ impl Inner {
                 .map(|ks| ks.objects.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                 .unwrap_or_default();
             for (key, obj) in objs {
-                self.commit(
-                    &r,
-                    key,
-                    obj.value.clone(),
-                    EventType::Deleted,
-                    Some(obj),
-                    config.history_len,
-                );
+                self.commit(&r, key, obj.value(), EventType::Deleted, Some(obj), config.history_len);
             }
             self.resources
                 .remove(&(r.gvr.group.clone(), r.gvr.version.clone(), r.gvr.resource.clone()));
@@ -668,10 +664,10 @@ impl Inner {
         });
         let key = scope_key(info, old.namespace(), &name)?;
         let is_pod = is(info, "", "pods");
-        let mut fins = finalizers(&old.value);
-        if is_terminating(&old.value) {
+        let mut fins = finalizers(&old.value());
+        if is_terminating(&old.value()) {
             if fins.is_empty()
-                && !namespace_pending(info, &old.value)
+                && !namespace_pending(info, &old.value())
                 && (!is_pod || opts.grace_period_seconds == Some(0))
             {
                 let gone = self.remove(config, info, key, old.clone());
@@ -702,12 +698,12 @@ impl Inner {
         // Orphaning something that owns nothing needs no finalizer round trip.
         if matches!(propagation, Propagation::Orphan)
             && !self.dependents.contains_key(old.uid())
-            && !finalizers(&old.value).iter().any(|f| f == ORPHAN_FINALIZER)
+            && !finalizers(&old.value()).iter().any(|f| f == ORPHAN_FINALIZER)
         {
             fins.retain(|f| f != ORPHAN_FINALIZER);
             gc_task = None;
         }
-        let mut marked = old.value.clone();
+        let mut marked = old.value();
         if is(info, "", "namespaces") {
             meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
             meta_mut(&mut marked).insert("deletionGracePeriodSeconds".into(), json!(0));
@@ -728,11 +724,11 @@ impl Inner {
             });
         }
         let graceful_pod = is_pod
-            && old.value["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty())
-            && !matches!(old.value["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+            && old.value()["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty())
+            && !matches!(old.value()["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
         let grace = opts
             .grace_period_seconds
-            .or_else(|| old.value["spec"]["terminationGracePeriodSeconds"].as_i64())
+            .or_else(|| old.value()["spec"]["terminationGracePeriodSeconds"].as_i64())
             .unwrap_or(DEFAULT_GRACE_SECONDS)
             .max(0);
         if (graceful_pod && grace > 0) || !fins.is_empty() {

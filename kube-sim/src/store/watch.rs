@@ -69,8 +69,8 @@ struct Filter {
 impl Filter {
     fn matches(&self, o: &StoredObject) -> bool {
         self.namespace.as_deref().is_none_or(|ns| o.namespace() == Some(ns))
-            && self.labels.matches(&o.value)
-            && self.fields.matches(&o.value)
+            && o.matches_labels(&self.labels)
+            && o.matches_fields(&self.fields)
     }
 
     /// Translates a store event into what this watcher sees (spec W-5).
@@ -235,5 +235,90 @@ impl WatchReceiver {
             Some(rx) if rx.is_empty() && self.pending.is_empty() => g.rv.max(self.seen_rv),
             _ => self.seen_rv,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::StoreConfig;
+
+    /// A store whose history keeps at least `history_len` events per resource, everything younger than an hour,
+    /// but never more than `history_max`.
+    fn store_with_window(history_len: usize, history_max: usize) -> Store {
+        Store::new(StoreConfig {
+            history_len,
+            history_age: Duration::from_secs(3600),
+            history_max,
+            ..StoreConfig::default()
+        })
+    }
+
+    /// Creates ConfigMaps `cm-0..cm-{n-1}` in `default`, returning their resourceVersions.
+    fn create_configmaps(store: &Store, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|i| {
+                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")}});
+                store.create(&Gvr::core("configmaps"), Some("default"), cm).unwrap().rv
+            })
+            .collect()
+    }
+
+    fn resume(store: &Store, from: u64) -> Vec<WatchEvent> {
+        let opts = WatchOptions {
+            resource_version: Some(from),
+            ..WatchOptions::default()
+        };
+        let rx = store.watch(&Gvr::core("configmaps"), Some("default"), opts).unwrap();
+        rx.pending.into_iter().collect()
+    }
+
+    fn added_names(events: &[WatchEvent]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| match e {
+                WatchEvent::Added(o) => o.name().to_string(),
+                other => panic!("expected ADDED, got {}", other.type_name()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn young_events_beyond_the_count_are_kept_below_the_ceiling() {
+        let store = store_with_window(2, 100);
+        let rvs = create_configmaps(&store, 8);
+        let events = resume(&store, rvs[0]);
+        assert_eq!(
+            added_names(&events),
+            (1..8).map(|i| format!("cm-{i}")).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn the_ceiling_bounds_young_events_and_older_resumes_get_410() {
+        let store = store_with_window(2, 5);
+        let rvs = create_configmaps(&store, 8);
+        // cm-0..cm-2 fell out of the window although they are young: a resume that still needs cm-2 is too old.
+        match resume(&store, rvs[1]).as_slice() {
+            [WatchEvent::Error(e)] => {
+                assert_eq!(e.code, 410);
+                assert_eq!(e.reason, "Expired");
+            }
+            other => panic!("expected one 410, got {} events", other.len()),
+        }
+        // Having seen cm-2, a watcher resumes exactly with the five events kept.
+        let events = resume(&store, rvs[2]);
+        assert_eq!(
+            added_names(&events),
+            (3..8).map(|i| format!("cm-{i}")).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            events.last().and_then(WatchEvent::object).map(|o| o.rv),
+            rvs.last().copied()
+        );
     }
 }

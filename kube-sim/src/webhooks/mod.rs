@@ -48,7 +48,7 @@ pub fn configured_webhooks(store: &Store) -> Vec<Webhook> {
     };
     list.items
         .iter()
-        .flat_map(|config| webhooks_of(&config.value))
+        .flat_map(|config| webhooks_of(&config.value()))
         .collect()
 }
 

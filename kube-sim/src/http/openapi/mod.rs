@@ -272,7 +272,7 @@ impl OpenApiCache {
         let docs = Arc::new(Documents {
             key,
             resources,
-            crds: crd::collect(crd_objects.iter().map(|c| &c.value)),
+            crds: crd::collect(crd_objects.iter().map(|c| c.value()).collect::<Vec<_>>().iter()),
             v2: OnceLock::new(),
             v3: OnceLock::new(),
         });

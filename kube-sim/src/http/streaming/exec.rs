@@ -57,7 +57,8 @@ fn parse_options(pod: &StoredObject, query: &str) -> Result<ExecOptions, ApiErro
 
 /// The container must be running: completed pods and containers without a running state cannot exec.
 fn require_running(pod: &StoredObject, container: &str) -> Result<(), ApiError> {
-    let phase = pod.value["status"]["phase"].as_str().unwrap_or("Pending");
+    let value = pod.value();
+    let phase = value["status"]["phase"].as_str().unwrap_or("Pending");
     if matches!(phase, "Succeeded" | "Failed") {
         return Err(ApiError::bad_request(format!(
             "cannot exec into a container in a completed pod; current phase is {phase}"
@@ -69,7 +70,7 @@ fn require_running(pod: &StoredObject, container: &str) -> Result<(), ApiError> 
         "ephemeralContainerStatuses",
     ]
     .iter()
-    .flat_map(|list| pod.value["status"][*list].as_array().into_iter().flatten())
+    .flat_map(|list| value["status"][*list].as_array().into_iter().flatten())
     .any(|s| s["name"] == container && s["state"]["running"].is_object());
     if !running {
         return Err(ApiError::bad_request(format!(
@@ -110,8 +111,7 @@ pub(super) fn serve(request: StreamRequest) -> Result<Response<Body>, ApiError> 
         }
         Some(UpgradeKind::Spdy) => {
             // kubectl falls back to SPDY when the WebSocket upgrade fails: name the first failure's cause.
-            let uid = pod.value["metadata"]["uid"].as_str().unwrap_or_default();
-            if !executor.is_some_and(|e| e.runs_pod(uid)) {
+            if !executor.is_some_and(|e| e.runs_pod(pod.uid())) {
                 return Err(hollow());
             }
             return Err(ApiError::bad_request(

@@ -68,7 +68,7 @@ fn query_flag(query: &str, key: &str) -> Result<bool, ApiError> {
 
 /// kube-apiserver refuses streaming to a pod no node runs yet.
 fn require_host(pod: &StoredObject) -> Result<(), ApiError> {
-    if pod.value["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+    if pod.value()["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
         return Err(ApiError::bad_request(format!(
             "pod {} does not have a host assigned",
             pod.name()

@@ -51,7 +51,8 @@ fn parse_ports(query: &str) -> Result<Vec<u16>, ApiError> {
 pub(super) fn serve(request: StreamRequest) -> Result<Response<Body>, ApiError> {
     let pod = request.pod.clone();
     require_host(&pod)?;
-    let phase = pod.value["status"]["phase"].as_str().unwrap_or("Pending");
+    let value = pod.value();
+    let phase = value["status"]["phase"].as_str().unwrap_or("Pending");
     if phase != "Running" {
         return Err(ApiError::bad_request(format!(
             "unable to forward port because pod is not running. Current status={phase}"

@@ -37,7 +37,7 @@ impl PodPorts {
     /// Opens `port`; the error is the message the client's error stream carries, worded as the kubelet's.
     pub(super) async fn open(&self, port: u16) -> Result<Box<dyn PodConnection>, String> {
         connect(&self.state, &self.pod, port).await.map_err(|e| {
-            let uid = self.pod.value["metadata"]["uid"].as_str().unwrap_or_default();
+            let uid = self.pod.uid();
             format!(
                 "error forwarding port {port} to pod {}, uid {uid}: {e}",
                 self.pod.name()
@@ -48,8 +48,8 @@ impl PodPorts {
 
 /// Opens a connection to `port` of `pod`; the error says why not.
 async fn connect(state: &HttpState, pod: &StoredObject, port: u16) -> Result<Box<dyn PodConnection>, String> {
-    let pod_ip: Option<IpAddr> = pod.value["status"]["podIP"].as_str().and_then(|ip| ip.parse().ok());
-    let uid = pod.value["metadata"]["uid"].as_str().unwrap_or_default();
+    let pod_ip: Option<IpAddr> = pod.value()["status"]["podIP"].as_str().and_then(|ip| ip.parse().ok());
+    let uid = pod.uid();
     let real = state.container_executor().is_some_and(|e| e.runs_pod(uid));
     if let Some(ip) = pod_ip
         && (real || ip.is_loopback())
@@ -111,21 +111,23 @@ fn hollow_backend(state: &HttpState, pod: &StoredObject, port: u16) -> Option<Ho
         .store
         .list(&Gvr::services(), Some(&namespace), &ListOptions::default())
         .ok()?;
+    let pod = pod.value();
     services.items.iter().find_map(|svc| {
-        if !selects(&svc.value, &pod.value) {
+        let svc_value = svc.value();
+        if !selects(&svc_value, &pod) {
             return None;
         }
-        let sp = svc.value["spec"]["ports"]
+        let sp = svc_value["spec"]["ports"]
             .as_array()?
             .iter()
-            .find(|sp| targets(sp, &pod.value, port))?;
-        let backend = state.proxies.find(&namespace, svc.name(), &svc.value)?;
+            .find(|sp| targets(sp, &pod, port))?;
+        let backend = state.proxies.find(&namespace, svc.name(), &svc_value)?;
         Some(HollowBackend {
             backend,
             namespace: namespace.clone(),
             service: svc.name().to_string(),
             service_port: sp["port"].as_i64().map(|p| p.to_string()).unwrap_or_default(),
-            service_object: Arc::new(svc.value.clone()),
+            service_object: Arc::new(svc.value()),
         })
     })
 }

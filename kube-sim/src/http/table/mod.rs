@@ -222,7 +222,7 @@ impl Printer {
         if info.custom {
             let crd_name = format!("{}.{}", gvr.resource, gvr.group);
             return match store.get(&Gvr::crds(), None, &crd_name) {
-                Ok(crd) => Self::Custom(CustomColumns::from_crd(&crd.value, &gvr.version)),
+                Ok(crd) => Self::Custom(CustomColumns::from_crd(&crd.value(), &gvr.version)),
                 Err(_) => Self::Custom(CustomColumns::age_only()),
             };
         }
@@ -273,15 +273,15 @@ impl TableWriter {
     }
 
     fn row_json(&self, obj: &StoredObject, now: Timestamp) -> Value {
-        let row = self.printer.row(&obj.value, now);
+        let row = self.printer.row(&obj.value(), now);
         let object = match self.request.include {
             IncludeObject::None => Value::Null,
             IncludeObject::Metadata => json!({
                 "kind": "PartialObjectMetadata",
                 "apiVersion": self.request.version.api_version(),
-                "metadata": obj.value["metadata"],
+                "metadata": obj.value()["metadata"],
             }),
-            IncludeObject::Object => obj.value.clone(),
+            IncludeObject::Object => obj.value(),
         };
         let mut out = Map::new();
         out.insert("cells".into(), Value::Array(row.cells));
