@@ -16,7 +16,6 @@
 //! the watch relists (a relist rebuilds the store from readable objects only); nothing is deleted on its
 //! account, so its children are left as they are.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -173,25 +172,34 @@ fn lenient_metadata(value: &Value) -> ObjectMeta {
     }
 }
 
+/// The type-level half of `kube::Resource` for a wrapper of `K` (a watch's or a store's form of `K`): its kind,
+/// group, version, plural and scope are `K`'s.
+macro_rules! resource_type_of {
+    ($k:ident) => {
+        type DynamicType = $k::DynamicType;
+        type Scope = $k::Scope;
+
+        fn kind(dt: &Self::DynamicType) -> std::borrow::Cow<'_, str> {
+            $k::kind(dt)
+        }
+
+        fn group(dt: &Self::DynamicType) -> std::borrow::Cow<'_, str> {
+            $k::group(dt)
+        }
+
+        fn version(dt: &Self::DynamicType) -> std::borrow::Cow<'_, str> {
+            $k::version(dt)
+        }
+
+        fn plural(dt: &Self::DynamicType) -> std::borrow::Cow<'_, str> {
+            $k::plural(dt)
+        }
+    };
+}
+pub(crate) use resource_type_of;
+
 impl<K: Resource> Resource for Decoded<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
-
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
-    }
-
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
-    }
-
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
-    }
-
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
-    }
+    resource_type_of!(K);
 
     fn meta(&self) -> &ObjectMeta {
         match self {

@@ -11,7 +11,6 @@
 //! [`crate::decode`]), and the spec and status text is what serde wrote from that value, so decoding it again
 //! gives back the same object.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -160,24 +159,7 @@ impl<'de, K: SpecAndStatus + DeserializeOwned> Deserialize<'de> for Stored<K> {
 }
 
 impl<K: Resource> Resource for Stored<K> {
-    type DynamicType = K::DynamicType;
-    type Scope = K::Scope;
-
-    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::kind(dt)
-    }
-
-    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::group(dt)
-    }
-
-    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::version(dt)
-    }
-
-    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
-        K::plural(dt)
-    }
+    crate::decode::resource_type_of!(K);
 
     fn meta(&self) -> &ObjectMeta {
         &self.metadata
