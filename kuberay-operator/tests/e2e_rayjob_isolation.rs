@@ -20,6 +20,8 @@ use common::{Operator, SimEnv, free_port};
 const NS: &str = "default";
 /// Longest wait for any one step (the steps are not timed, only bounded).
 const WAIT: Duration = Duration::from_secs(240);
+/// How long the slow RayJobs may take to start (many RayJobs at once on a debug build and a shared machine).
+const SETUP_WAIT: Duration = Duration::from_secs(540);
 
 /// The simulator, its hollow Ray and the operator with `flags`.
 struct Env {
@@ -71,7 +73,7 @@ impl Env {
     async fn wait_running(&self, names: &[String]) {
         common::wait_for(
             &format!("{} RayJobs Running", names.len()),
-            WAIT,
+            SETUP_WAIT,
             Duration::from_millis(500),
             || async {
                 let listed = self.rayjobs().list(&ListParams::default()).await.ok()?;
@@ -189,7 +191,9 @@ async fn reconcile_concurrency_four_runs_four_rayjob_passes_at_once() {
 /// the slow RayJobs still wait for their first job info.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_dashboards_do_not_hold_up_other_objects() {
-    const SLOW: usize = 100;
+    /// Enough that a pass waiting out each slow dashboard inline (2 s each, as before job-info queries ran in the
+    /// background) would starve the healthy RayJob: the old operator failed this test with 40.
+    const SLOW: usize = 40;
     /// Far longer than the test: the slow dashboards answer nothing while it runs.
     const HOLD_MS: u64 = 3_600_000;
     let env = Env::start("isolation-slow", HollowRayOptions::default(), &[]).await;
