@@ -623,24 +623,7 @@ async fn helm_installs_the_operator_into_kube_sim_and_it_runs_in_cluster() {
         .filter(|c| c.spec.group == "ray.io")
         .count();
     assert_eq!(ray_crds, 4, "helm leaves the chart's CRDs");
-    wait_for(
-        "every operator pod to be gone",
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-        || {
-            let operator_pods = operator_pods.clone();
-            async move {
-                operator_pods
-                    .list(&ListParams::default().labels(POD_SELECTOR))
-                    .await
-                    .ok()?
-                    .items
-                    .is_empty()
-                    .then_some(())
-            }
-        },
-    )
-    .await;
+    common::wait_no_pods(&client, NS, POD_SELECTOR, Duration::from_secs(60)).await;
     wait_for(
         "no operator process",
         Duration::from_secs(30),
