@@ -61,6 +61,8 @@ struct Observed {
     awaiting_answer: bool,
     /// The SidecarMode submitter container (read only while `Running`).
     sidecar: Option<SidecarObservation>,
+    /// The submitter (Job or sidecar container) had finished when the pass looked.
+    submission_finished: bool,
     /// When the pass observed.
     now: Timestamp,
 }
@@ -154,7 +156,9 @@ impl<'a> Pass<'a> {
         match &observed.cluster {
             Some(cluster) if running && !job_id.is_empty() && self.job.metadata.deletion_timestamp.is_none() => {
                 let target = dashboard_target(self.ctx, cluster, status);
-                self.ctx.job_info.prefetch(&self.key(), &job_id, &target);
+                self.ctx
+                    .job_info
+                    .prefetch(&self.key(), &job_id, &target, observed.submission_finished);
             }
             _ => self.ctx.job_info.forget(&self.key()),
         }
@@ -177,12 +181,6 @@ impl<'a> Pass<'a> {
         if deleting {
             self.ctx.job_info.forget(&self.key());
         }
-        let answer = match (&target, running && !job_id.is_empty() && !deleting) {
-            (Some(target), true) => Some(self.ctx.job_info.take(&self.key(), &job_id, target)),
-            _ => None,
-        };
-        let awaiting_answer = matches!(answer, Some(None));
-        let dashboard = answer.flatten().unwrap_or_default();
         let sidecar = match (
             &cluster,
             running && self.job.spec.submission_mode() == JobSubmissionMode::SidecarMode,
@@ -190,6 +188,27 @@ impl<'a> Pass<'a> {
             (Some(_), true) => Some(observe_sidecar(self.ctx, self.job, &self.namespace, &cluster_name).await?),
             _ => None,
         };
+        // Read before the job info, so that an answer older than the submitter's finish is recognised.
+        let submission_finished = submitter
+            .as_ref()
+            .is_some_and(|job| SubmitterObservation::from_job(job).finished_at.is_some())
+            || matches!(
+                sidecar,
+                Some(SidecarObservation::Submitter {
+                    finished_at: Some(_),
+                    ..
+                })
+            );
+        let answer = match (&target, running && !job_id.is_empty() && !deleting) {
+            (Some(target), true) => Some(
+                self.ctx
+                    .job_info
+                    .take(&self.key(), &job_id, target, submission_finished),
+            ),
+            _ => None,
+        };
+        let awaiting_answer = matches!(answer, Some(None));
+        let dashboard = answer.flatten().unwrap_or_default();
         Ok(Observed {
             cluster,
             submitter,
@@ -197,6 +216,7 @@ impl<'a> Pass<'a> {
             dashboard,
             awaiting_answer,
             sidecar,
+            submission_finished,
             now: Timestamp::now(),
         })
     }

@@ -15,6 +15,10 @@
 //!   the pass's actions, so an HTTPMode submission is never answered by a query that raced it.
 //! - A RayJob that stops running or is deleted is [`JobInfoQueries::forget`]ten: the map holds only Running
 //!   RayJobs, and a late answer for a forgotten or newer query is dropped.
+//! - Each query remembers whether the pass that started it had seen the submitter finish. A "not found"
+//!   from a query started before that is not read by a pass that sees it finished: the submitter may have
+//!   submitted the job after the query was answered, and that pass would fail the RayJob with
+//!   "Submitter completed but Ray job not found". It asks again instead.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,8 +55,10 @@ struct Entry {
     in_flight: bool,
     /// A pass found no answer and waits for one: the answer triggers a reconcile.
     waiting: bool,
-    /// The answer not yet read.
-    answer: Option<DashboardObservation>,
+    /// Whether the pass that started the query in flight had seen the submitter finish.
+    query_after_submission: bool,
+    /// The answer not yet read, and whether its query started after the submitter finished.
+    answer: Option<(DashboardObservation, bool)>,
 }
 
 /// Where [`JobInfoQueries::take`] stands for one RayJob.
@@ -83,6 +89,7 @@ impl Table {
             generation,
             in_flight: false,
             waiting: false,
+            query_after_submission: false,
             answer: None,
         });
         if entry.job_id != job_id {
@@ -91,33 +98,41 @@ impl Table {
                 generation,
                 in_flight: false,
                 waiting: false,
+                query_after_submission: false,
                 answer: None,
             };
         }
         entry
     }
 
-    /// A pass reads the answer; without one it waits for the query in flight or starts one.
-    fn take(&mut self, key: &ObjectKey, job_id: &str) -> Take {
+    /// A pass reads the answer; without one (or with an outdated "not found", see the module
+    /// documentation) it waits for the query in flight or starts one. `submission_finished`: the pass saw
+    /// the submitter finish.
+    fn take(&mut self, key: &ObjectKey, job_id: &str, submission_finished: bool) -> Take {
         let entry = self.entry(key, job_id);
-        if let Some(answer) = entry.answer.take() {
-            return Take::Answer(answer);
+        if let Some((answer, after_submission)) = entry.answer.take() {
+            let outdated = submission_finished && !after_submission && matches!(answer, DashboardObservation::NotFound);
+            if !outdated {
+                return Take::Answer(answer);
+            }
         }
         entry.waiting = true;
         if entry.in_flight {
             return Take::Pending;
         }
         entry.in_flight = true;
+        entry.query_after_submission = submission_finished;
         Take::Start(entry.generation)
     }
 
     /// After a pass: the generation of a query to start, unless one is in flight or an answer is unread.
-    fn prefetch(&mut self, key: &ObjectKey, job_id: &str) -> Option<u64> {
+    fn prefetch(&mut self, key: &ObjectKey, job_id: &str, submission_finished: bool) -> Option<u64> {
         let entry = self.entry(key, job_id);
         if entry.in_flight || entry.answer.is_some() {
             return None;
         }
         entry.in_flight = true;
+        entry.query_after_submission = submission_finished;
         Some(entry.generation)
     }
 
@@ -126,7 +141,7 @@ impl Table {
         match self.entries.get_mut(key) {
             Some(entry) if entry.generation == generation => {
                 entry.in_flight = false;
-                entry.answer = Some(answer);
+                entry.answer = Some((answer, entry.query_after_submission));
                 std::mem::take(&mut entry.waiting)
             }
             _ => false,
@@ -164,13 +179,15 @@ impl JobInfoQueries {
 
     /// The answer about `job_id` the last query left for the RayJob `key` (read once); without one,
     /// `None`, and a query is started unless one is in flight (its answer will trigger a reconcile).
+    /// `submission_finished`: the pass has seen the submitter (Job or sidecar container) finish.
     pub fn take(
         self: &Arc<Self>,
         key: &ObjectKey,
         job_id: &str,
         target: &DashboardTarget,
+        submission_finished: bool,
     ) -> Option<DashboardObservation> {
-        let taken = self.table().take(key, job_id);
+        let taken = self.table().take(key, job_id, submission_finished);
         match taken {
             Take::Answer(answer) => Some(answer),
             Take::Start(generation) => {
@@ -183,8 +200,14 @@ impl JobInfoQueries {
 
     /// Starts the next query for a RayJob that stays Running, unless one is in flight or its answer is
     /// still unread.
-    pub fn prefetch(self: &Arc<Self>, key: &ObjectKey, job_id: &str, target: &DashboardTarget) {
-        let generation = self.table().prefetch(key, job_id);
+    pub fn prefetch(
+        self: &Arc<Self>,
+        key: &ObjectKey,
+        job_id: &str,
+        target: &DashboardTarget,
+        submission_finished: bool,
+    ) {
+        let generation = self.table().prefetch(key, job_id, submission_finished);
         if let Some(generation) = generation {
             self.spawn(key.clone(), job_id.to_owned(), target.clone(), generation);
         }
@@ -249,31 +272,35 @@ mod tests {
     #[test]
     fn one_query_per_rayjob_and_each_answer_read_once() {
         let mut table = Table::default();
-        let Take::Start(first) = table.take(&key("a"), "j1") else {
+        let Take::Start(first) = table.take(&key("a"), "j1", false) else {
             panic!("the first pass starts a query")
         };
-        assert_eq!(table.take(&key("a"), "j1"), Take::Pending);
-        assert_eq!(table.prefetch(&key("a"), "j1"), None, "one query per RayJob");
+        assert_eq!(table.take(&key("a"), "j1", false), Take::Pending);
+        assert_eq!(table.prefetch(&key("a"), "j1", false), None, "one query per RayJob");
         assert!(
-            matches!(table.take(&key("b"), "j2"), Take::Start(_)),
+            matches!(table.take(&key("b"), "j2", false), Take::Start(_)),
             "other RayJobs query on their own"
         );
         assert!(
             table.complete(&key("a"), first, DashboardObservation::NotFound),
             "a pass waited"
         );
-        assert_eq!(table.prefetch(&key("a"), "j1"), None, "the answer is not read yet");
         assert_eq!(
-            table.take(&key("a"), "j1"),
+            table.prefetch(&key("a"), "j1", false),
+            None,
+            "the answer is not read yet"
+        );
+        assert_eq!(
+            table.take(&key("a"), "j1", false),
             Take::Answer(DashboardObservation::NotFound)
         );
-        let next = table.prefetch(&key("a"), "j1").unwrap();
+        let next = table.prefetch(&key("a"), "j1", false).unwrap();
         assert!(
             !table.complete(&key("a"), next, DashboardObservation::NotFound),
             "nobody waits for a prefetched answer"
         );
         assert_eq!(
-            table.take(&key("a"), "j1"),
+            table.take(&key("a"), "j1", false),
             Take::Answer(DashboardObservation::NotFound)
         );
     }
@@ -281,17 +308,45 @@ mod tests {
     #[test]
     fn answers_about_another_job_or_a_forgotten_rayjob_are_dropped() {
         let mut table = Table::default();
-        let Take::Start(old) = table.take(&key("a"), "j1") else {
+        let Take::Start(old) = table.take(&key("a"), "j1", false) else {
             panic!("starts")
         };
         // A retry gave the RayJob a new Ray job: the old query's answer is not about it.
-        let Take::Start(new) = table.take(&key("a"), "j2") else {
+        let Take::Start(new) = table.take(&key("a"), "j2", false) else {
             panic!("a new job starts its own query")
         };
         assert!(!table.complete(&key("a"), old, DashboardObservation::NotFound));
-        assert_eq!(table.take(&key("a"), "j2"), Take::Pending);
+        assert_eq!(table.take(&key("a"), "j2", false), Take::Pending);
         table.forget(&key("a"));
         assert!(!table.complete(&key("a"), new, DashboardObservation::NotFound));
         assert!(table.entries.is_empty(), "a forgotten RayJob keeps nothing");
+    }
+
+    #[test]
+    fn a_not_found_from_before_the_submitter_finished_is_asked_again() {
+        let mut table = Table::default();
+        // Prefetched while the submitter still ran: the job was not submitted yet.
+        let early = table.prefetch(&key("a"), "j1", false).unwrap();
+        table.complete(&key("a"), early, DashboardObservation::NotFound);
+        // The next pass sees the submitter finished: that "not found" proves nothing, ask again.
+        let Take::Start(fresh) = table.take(&key("a"), "j1", true) else {
+            panic!("an outdated not-found starts a new query")
+        };
+        assert!(
+            table.complete(&key("a"), fresh, DashboardObservation::NotFound),
+            "the pass waits for it"
+        );
+        assert_eq!(
+            table.take(&key("a"), "j1", true),
+            Take::Answer(DashboardObservation::NotFound),
+            "asked after the submitter finished: the job really is missing"
+        );
+        // Other answers from before are read as they are (the plan waits for a terminal status anyway).
+        let early = table.prefetch(&key("b"), "j2", false).unwrap();
+        table.complete(&key("b"), early, DashboardObservation::Error("timeout".into()));
+        assert_eq!(
+            table.take(&key("b"), "j2", true),
+            Take::Answer(DashboardObservation::Error("timeout".into()))
+        );
     }
 }
