@@ -17,6 +17,10 @@ use serde_json::json;
 use crate::experiment::{self, Action, EXPERIMENT_LABEL};
 use crate::operator::{Memory, Operator};
 
+/// How long after `/readyz` answers the idle sample is taken: past the operator's release of its startup
+/// code, 3 s after start (`--release-startup-code`, docs/benchmarks.md), so idle is the steady state.
+const IDLE_SETTLE: Duration = Duration::from_secs(5);
+
 /// Namespace the RayClusters are created in.
 pub const NAMESPACE: &str = "default";
 
@@ -106,8 +110,8 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
     )?;
     operator.wait_ready(Duration::from_secs(60)).await?;
     let ready_at = Instant::now();
-    // Idle: let the informers' initial lists settle.
-    tokio::time::sleep(options.step_interval.max(Duration::from_millis(500))).await;
+    // Idle: let the informers' initial lists settle and the operator finish starting up.
+    tokio::time::sleep(options.step_interval.max(IDLE_SETTLE)).await;
     let mut samples = vec![Sample {
         step: 0,
         clusters: 0,

@@ -67,6 +67,9 @@ pub struct Flags {
     /// `--runtime-worker-threads`: tokio worker threads; 0 runs every task on the main thread (a
     /// current-thread runtime); not a KubeRay flag.
     pub runtime_worker_threads: i64,
+    /// `--release-startup-code`: unmap the executable's startup-only code pages once the operator settled
+    /// (`crate::code_pages`); not a KubeRay flag.
+    pub release_startup_code: bool,
 }
 
 /// Default of `--runtime-worker-threads`: one thread. The operator waits on the API server far more than it
@@ -105,6 +108,7 @@ impl Default for Flags {
             max_unscheduled_worker_pods: i64::try_from(ray_reconcile::config::DEFAULT_MAX_UNSCHEDULED_WORKERS)
                 .unwrap_or(i64::MAX),
             runtime_worker_threads: DEFAULT_RUNTIME_WORKER_THREADS,
+            release_startup_code: true,
         }
     }
 }
@@ -275,6 +279,11 @@ const FLAGS: &[(&str, Kind, &str)] = &[
         Kind::Int,
         "Async runtime worker threads (0: run everything on the main thread); not a KubeRay flag.",
     ),
+    (
+        "release-startup-code",
+        Kind::Bool,
+        "Unmap the code only startup ran, a few seconds after start (default true); not a KubeRay flag.",
+    ),
 ];
 
 /// The usage text printed for `-h`.
@@ -362,6 +371,7 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
                 "enable-batch-scheduler" => flags.enable_batch_scheduler = v,
                 "use-kubernetes-proxy" => flags.use_kubernetes_proxy = v,
                 "enable-metrics" => flags.enable_metrics = v,
+                "release-startup-code" => flags.release_startup_code = v,
                 _ => flags.zap_devel = v,
             }
         }

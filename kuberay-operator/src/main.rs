@@ -1,6 +1,7 @@
 //! `kuberay-operator`: runs the Ray controllers; `crd` prints the CRDs; `render` shows what would be created;
 //! `rbac` prints the permissions it uses; `manifests` prints the plain install manifests.
 
+mod code_pages;
 mod config_file;
 mod crd;
 mod discovery;

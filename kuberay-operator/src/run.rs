@@ -395,6 +395,9 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
     };
     let mut signal = Box::pin(shutdown_signal());
     ready.store(true, Ordering::Relaxed);
+    if flags.release_startup_code {
+        tokio::spawn(crate::code_pages::release_after_startup());
+    }
 
     if flags.enable_leader_election {
         let namespace = leader_election_namespace(&flags);

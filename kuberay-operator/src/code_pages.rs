@@ -1,0 +1,270 @@
+//! Gives back the pages of the operator's own code that only its startup used.
+//!
+//! Most of the operator's resident memory is its machine code and read-only data, not its caches
+//! (docs/benchmarks.md). Starting up runs code that never runs again (flag and kubeconfig parsing, TLS
+//! setup, API discovery, building the controllers), and the kernel maps each touched page together with
+//! its neighbours (fault-around), so after startup several MiB of mapped code are never used again. Once
+//! the operator has settled, [`release_startup_code`] unmaps every page of the executable that holds
+//! exactly the file's bytes, with `madvise(MADV_DONTNEED)`. The pages stay in the kernel's page cache;
+//! code that runs again maps its page back in with a minor fault, so afterwards the resident set holds what
+//! the steady state actually uses.
+//!
+//! Only private, non-writable mappings of the executable with no anonymous (copied-on-write) pages are
+//! released: for those, dropping a page and reading it back from the file gives the same bytes. Mappings
+//! that were written (relocated read-only data, `.data`, `.bss`) are left alone.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+/// How long after start the operator releases its startup code: long enough for the first lists and
+/// passes of an ordinary install to have run, so the code they share with the steady state is not
+/// released only to be mapped back.
+pub const STARTUP_CODE_RELEASE_DELAY: Duration = Duration::from_secs(3);
+
+/// Why the startup code could not be released (the operator keeps running either way).
+#[derive(Debug, thiserror::Error)]
+pub enum CodePagesError {
+    /// `/proc/self/exe` or `/proc/self/smaps` could not be read.
+    #[error("reading {path}: {source}")]
+    Proc {
+        /// The file that could not be read.
+        path: &'static str,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The kernel refused `madvise` for a mapping.
+    #[error("madvise(MADV_DONTNEED) of {start:#x}-{end:#x}: {source}")]
+    Madvise {
+        /// First address of the mapping.
+        start: usize,
+        /// End of the mapping.
+        end: usize,
+        /// The error the kernel returned.
+        source: std::io::Error,
+    },
+}
+
+/// What [`release_startup_code`] gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Released {
+    /// Mappings of the executable that were released.
+    pub mappings: usize,
+    /// Resident bytes those mappings held just before (from `/proc/self/smaps`).
+    pub resident_bytes: u64,
+}
+
+/// Waits [`STARTUP_CODE_RELEASE_DELAY`], then releases the startup code, logging the outcome.
+pub async fn release_after_startup() {
+    tokio::time::sleep(STARTUP_CODE_RELEASE_DELAY).await;
+    match release_startup_code() {
+        Ok(released) => info!(
+            mappings = released.mappings,
+            resident_kib = released.resident_bytes / 1024,
+            "released the startup code pages of the executable"
+        ),
+        Err(e) => warn!(error = %e, "cannot release the startup code pages; resident memory stays higher"),
+    }
+}
+
+/// Unmaps the pages of the executable's unmodified read-only mappings (see the module documentation).
+pub fn release_startup_code() -> Result<Released, CodePagesError> {
+    let exe = std::fs::read_link("/proc/self/exe").map_err(|source| CodePagesError::Proc {
+        path: "/proc/self/exe",
+        source,
+    })?;
+    let smaps = std::fs::read_to_string("/proc/self/smaps").map_err(|source| CodePagesError::Proc {
+        path: "/proc/self/smaps",
+        source,
+    })?;
+    let mut released = Released::default();
+    for mapping in releasable_mappings(&smaps, &exe.to_string_lossy()) {
+        dont_need(&mapping.range)?;
+        released.mappings += 1;
+        released.resident_bytes += mapping.resident_bytes;
+    }
+    Ok(released)
+}
+
+/// One mapping of `/proc/self/smaps` that may be released.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Mapping {
+    range: Range<usize>,
+    resident_bytes: u64,
+}
+
+/// The mappings of `exe` in `smaps` text that are private, not writable and hold no anonymous page.
+fn releasable_mappings(smaps: &str, exe: &str) -> Vec<Mapping> {
+    let mut releasable = Vec::new();
+    // The mapping being read: its range and resident bytes, or `None` when it does not qualify.
+    let mut current: Option<(Range<usize>, u64)> = None;
+    let mut qualifies = false;
+    let mut finish = |current: &mut Option<(Range<usize>, u64)>, qualifies: bool| {
+        if let (Some((range, resident_bytes)), true) = (current.take(), qualifies) {
+            releasable.push(Mapping { range, resident_bytes });
+        }
+    };
+    for line in smaps.lines() {
+        if let Some((range, perms, path)) = mapping_header(line) {
+            finish(&mut current, qualifies);
+            // `r-xp` / `r--p`: readable, never writable, private (a shared mapping's pages are not ours).
+            qualifies = path == exe && !perms.contains('w') && perms.ends_with('p');
+            current = Some((range, 0));
+        } else if let Some(kib) = field_kib(line, "Rss:") {
+            if let Some((_, resident)) = current.as_mut() {
+                *resident = kib * 1024;
+            }
+        } else if let Some(kib) = field_kib(line, "Anonymous:") {
+            // A page copied on write (a relocation, a debugger's breakpoint) would be lost.
+            qualifies &= kib == 0;
+        }
+    }
+    finish(&mut current, qualifies);
+    releasable
+}
+
+/// `start-end perms offset dev inode [path]`: the range, permissions and path of a mapping header line.
+fn mapping_header(line: &str) -> Option<(Range<usize>, &str, &str)> {
+    let mut fields = line.splitn(6, ' ');
+    let (start, end) = fields.next()?.split_once('-')?;
+    let range = usize::from_str_radix(start, 16).ok()?..usize::from_str_radix(end, 16).ok()?;
+    let perms = fields.next()?;
+    if perms.len() != 4 {
+        return None;
+    }
+    let (_offset, _dev, _inode) = (fields.next()?, fields.next()?, fields.next()?);
+    Some((range, perms, fields.next().unwrap_or("").trim_start()))
+}
+
+/// The value of a `Name:   123 kB` line.
+fn field_kib(line: &str, name: &str) -> Option<u64> {
+    line.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse().ok()
+}
+
+/// `madvise(MADV_DONTNEED)` over `range`.
+#[allow(unsafe_code)]
+fn dont_need(range: &Range<usize>) -> Result<(), CodePagesError> {
+    // SAFETY: `range` is a whole mapping of the executable, private and never written (checked by
+    // `releasable_mappings`: no anonymous page, no write permission). MADV_DONTNEED only drops the page
+    // table entries; the next access reads the same bytes from the file, so no value any code or
+    // reference relies on changes.
+    let status = unsafe {
+        libc::madvise(
+            range.start as *mut libc::c_void,
+            range.end - range.start,
+            libc::MADV_DONTNEED,
+        )
+    };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(CodePagesError::Madvise {
+            start: range.start,
+            end: range.end,
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXE: &str = "/manager";
+
+    /// The mappings of a static executable as the kernel lists them, with other mappings around.
+    fn smaps(relro_anonymous_kib: u64, text_anonymous_kib: u64) -> String {
+        format!(
+            "\
+55d000000000-55d0003dc000 r--p 00000000 fd:01 123 /manager
+Size:               3952 kB
+Rss:                1200 kB
+Anonymous:             0 kB
+VmFlags: rd mr mw me sd
+55d0003dc000-55d0011f1000 r-xp 003dc000 fd:01 123 /manager
+Size:              14420 kB
+Rss:                8600 kB
+Anonymous:          {text_anonymous_kib} kB
+VmFlags: rd ex mr mw me sd
+55d0011f1000-55d00124d000 r--p 011f1000 fd:01 123 /manager
+Size:                368 kB
+Rss:                 368 kB
+Anonymous:          {relro_anonymous_kib} kB
+VmFlags: rd mr mw me ac sd
+55d00124d000-55d001252000 rw-p 0124d000 fd:01 123 /manager
+Size:                 20 kB
+Rss:                  20 kB
+Anonymous:            20 kB
+VmFlags: rd wr mr mw me ac sd
+55d001252000-55d001260000 rw-p 00000000 00:00 0 
+Size:                 56 kB
+Rss:                  56 kB
+Anonymous:            56 kB
+VmFlags: rd wr mr mw me ac sd
+7f0000000000-7f0000100000 r-xp 00000000 fd:01 456 /usr/lib/other.so
+Size:               1024 kB
+Rss:                 512 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me sd
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Size:                132 kB
+Rss:                  16 kB
+Anonymous:            16 kB
+VmFlags: rd wr mr mw me gd ac
+"
+        )
+    }
+
+    #[test]
+    fn only_the_executables_unwritten_read_only_mappings_are_released() {
+        let found = releasable_mappings(&smaps(368, 0), EXE);
+        assert_eq!(
+            found,
+            vec![
+                Mapping {
+                    range: 0x55d0_0000_0000..0x55d0_003d_c000,
+                    resident_bytes: 1200 * 1024,
+                },
+                Mapping {
+                    range: 0x55d0_003d_c000..0x55d0_011f_1000,
+                    resident_bytes: 8600 * 1024,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_mapping_with_copied_pages_is_kept_even_if_read_only() {
+        // Relocated read-only data not yet written, and code a debugger patched.
+        let found = releasable_mappings(&smaps(0, 4), EXE);
+        let ranges: Vec<_> = found.iter().map(|m| m.range.start).collect();
+        assert_eq!(ranges, vec![0x55d0_0000_0000, 0x55d0_011f_1000]);
+    }
+
+    #[test]
+    fn another_executable_releases_nothing() {
+        assert!(releasable_mappings(&smaps(368, 0), "/usr/bin/other").is_empty());
+    }
+
+    #[test]
+    fn paths_with_spaces_are_compared_whole() {
+        let text = "1000-2000 r-xp 00000000 fd:01 1 /opt/my operator\nRss: 4 kB\nAnonymous: 0 kB\n";
+        assert_eq!(releasable_mappings(text, "/opt/my operator").len(), 1);
+        assert!(releasable_mappings(text, "/opt/my").is_empty());
+    }
+
+    #[test]
+    fn releasing_this_test_binarys_code_keeps_it_running() {
+        // The real call on a running process: the code the test runs next faults back in.
+        let released = release_startup_code().unwrap();
+        assert!(released.mappings >= 1, "{released:?}");
+        let again = release_startup_code().unwrap();
+        assert_eq!(again.mappings, released.mappings);
+        // Only what ran in between (this test, the tests beside it) was mapped back.
+        assert!(
+            again.resident_bytes < released.resident_bytes,
+            "{again:?} after {released:?}"
+        );
+    }
+}
