@@ -238,6 +238,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     let operator = operator::resolve_binary(args.operator.as_deref())?;
     // Timed from here: the operator build above is not part of the benchmark.
     let started = Instant::now();
+    let reclaimed_before = operator::kernel_reclaimed_pages();
     let work_dir = run::ensure_dir(&args.output.join("work"))?;
     eprintln!(
         "kuberay-bench memory: operator {}, published figures {}, {}",
@@ -259,13 +260,21 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     for experiment in args.experiment.experiments() {
         results.push(run::run_experiment(experiment, &options).await?);
     }
-    let wall_secs = started.elapsed().as_secs_f64();
+    let summary = report::RunSummary {
+        wall_secs: started.elapsed().as_secs_f64(),
+        reclaimed_pages: reclaimed_before
+            .zip(operator::kernel_reclaimed_pages())
+            .map(|(before, after)| after.saturating_sub(before)),
+    };
     println!();
     for result in &results {
         println!("{}", report::text_table(result, &published));
     }
-    let written = report::write_all(&args.output, &results, &published, wall_secs)?;
-    println!("wall time {wall_secs:.1} s");
+    let written = report::write_all(&args.output, &results, &published, &summary)?;
+    println!("wall time {:.1} s", summary.wall_secs);
+    if let Some(note) = summary.reclaim_note() {
+        println!("{note}");
+    }
     for path in written {
         println!("wrote {}", path.display());
     }

@@ -157,6 +157,22 @@ fn kib_field(text: &str, name: &str) -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
+/// Pages the kernel has reclaimed since boot (the `pgsteal_*` counters of `/proc/vmstat`), if readable.
+pub fn kernel_reclaimed_pages() -> Option<u64> {
+    std::fs::read_to_string("/proc/vmstat")
+        .ok()
+        .map(|text| reclaimed_pages(&text))
+}
+
+/// The sum of the `pgsteal_*` counters of `/proc/vmstat` text.
+fn reclaimed_pages(vmstat: &str) -> u64 {
+    vmstat
+        .lines()
+        .filter_map(|line| line.strip_prefix("pgsteal_"))
+        .filter_map(|rest| rest.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
 /// A plain number field of `/proc/<pid>/status` (such as `Threads:`).
 fn status_count(text: &str, name: &str) -> Option<u64> {
     text.lines()
@@ -376,5 +392,11 @@ mod tests {
                     process_resident_memory_bytes 1.2345e7\n";
         assert_eq!(parse_metric(body, "process_resident_memory_bytes"), Some(12_345_000.0));
         assert_eq!(parse_metric(body, "nope"), None);
+    }
+
+    #[test]
+    fn reclaimed_pages_add_every_pgsteal_counter() {
+        let vmstat = "nr_free_pages 100\npgsteal_kswapd 40\npgsteal_direct 2\npgscan_kswapd 99\npgsteal_khugepaged 0\n";
+        assert_eq!(reclaimed_pages(vmstat), 42);
     }
 }

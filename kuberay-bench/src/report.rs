@@ -130,8 +130,34 @@ pub fn text_table(result: &ExperimentResult, published: &Published) -> String {
     out
 }
 
+/// Facts about a whole `memory` run, beside its experiments.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunSummary {
+    /// Wall time of the experiments.
+    pub wall_secs: f64,
+    /// Pages the kernel reclaimed while they ran (`pgsteal_*` of `/proc/vmstat`), when readable. Reclaim
+    /// unmaps file pages, the operator's code among them, so RSS can then read lower than it is.
+    pub reclaimed_pages: Option<u64>,
+}
+
+impl RunSummary {
+    /// The sentence the reports carry about reclaim during the run (none when it could not be read).
+    pub fn reclaim_note(&self) -> Option<String> {
+        match self.reclaimed_pages? {
+            0 => Some("The kernel reclaimed no memory during the run.".to_owned()),
+            pages => Some(format!(
+                "**The kernel reclaimed {pages} pages ({:.1} MiB) during the run**: the machine was short of memory, \
+                 and reclaim unmaps file pages, the operator's code among them, so RSS may read low. Re-run on a \
+                 quieter machine.",
+                pages as f64 * 4096.0 / MIB
+            )),
+        }
+    }
+}
+
 /// `report.md`: every table plus how the numbers were taken.
-pub fn markdown(results: &[ExperimentResult], published: &Published, wall_secs: f64) -> String {
+pub fn markdown(results: &[ExperimentResult], published: &Published, run: &RunSummary) -> String {
+    let wall_secs = run.wall_secs;
     let mut out = String::new();
     let _ = writeln!(out, "# kuberay-bench memory\n");
     let _ = writeln!(
@@ -145,6 +171,9 @@ pub fn markdown(results: &[ExperimentResult], published: &Published, wall_secs: 
         published.source.display()
     );
     let _ = writeln!(out, "Total wall time: {wall_secs:.1} s.\n");
+    if let Some(line) = run.reclaim_note() {
+        let _ = writeln!(out, "{line}\n");
+    }
     for result in results {
         let (theirs, ours) = slopes(result, published);
         let idle = result.at_pods(0).map(|s| s.memory);
@@ -191,7 +220,7 @@ pub fn markdown(results: &[ExperimentResult], published: &Published, wall_secs: 
 }
 
 /// `results.json`: every sample and every comparison row.
-pub fn json(results: &[ExperimentResult], published: &Published, wall_secs: f64) -> serde_json::Value {
+pub fn json(results: &[ExperimentResult], published: &Published, run: &RunSummary) -> serde_json::Value {
     let experiments: Vec<serde_json::Value> = results
         .iter()
         .map(|r| {
@@ -206,7 +235,8 @@ pub fn json(results: &[ExperimentResult], published: &Published, wall_secs: f64)
         .collect();
     serde_json::json!({
         "published_source": published.source,
-        "wall_secs": wall_secs,
+        "wall_secs": run.wall_secs,
+        "kernel_reclaimed_pages": run.reclaimed_pages,
         "experiments": experiments,
     })
 }
@@ -347,14 +377,14 @@ pub fn write_all(
     dir: &Path,
     results: &[ExperimentResult],
     published: &Published,
-    wall_secs: f64,
+    run: &RunSummary,
 ) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let files = [
-        ("report.md", markdown(results, published, wall_secs)),
+        ("report.md", markdown(results, published, run)),
         (
             "results.json",
-            serde_json::to_string_pretty(&json(results, published, wall_secs))?,
+            serde_json::to_string_pretty(&json(results, published, run))?,
         ),
         ("memory.svg", svg(results, published)),
     ];
@@ -442,7 +472,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("(anonymous 2.000)"), "{text}");
-        let md = markdown(std::slice::from_ref(&r), &p, 1.5);
+        let md = markdown(std::slice::from_ref(&r), &p, &summary(1.5));
         assert!(md.contains("| pods | KubeRay MiB | ours MiB (RSS) | ratio | ours anonymous MiB | ours PSS MiB |"));
         assert!(md.contains("| 4 | 30.00 | 14.00 | 0.47 | 10.00 | 12.00 |"), "{md}");
         assert!(
@@ -452,9 +482,35 @@ mod tests {
         assert!(md.contains("memory.svg"));
     }
 
+    fn summary(wall_secs: f64) -> RunSummary {
+        RunSummary {
+            wall_secs,
+            reclaimed_pages: Some(0),
+        }
+    }
+
+    #[test]
+    fn reclaim_during_the_run_is_called_out() {
+        assert_eq!(RunSummary::default().reclaim_note(), None);
+        assert_eq!(
+            summary(1.0).reclaim_note().unwrap(),
+            "The kernel reclaimed no memory during the run."
+        );
+        let note = RunSummary {
+            wall_secs: 1.0,
+            reclaimed_pages: Some(2560),
+        }
+        .reclaim_note()
+        .unwrap();
+        assert!(
+            note.starts_with("**The kernel reclaimed 2560 pages (10.0 MiB) during the run**"),
+            "{note}"
+        );
+    }
+
     #[test]
     fn json_carries_samples_and_rows() {
-        let value = json(&[result()], &published(), 2.0);
+        let value = json(&[result()], &published(), &summary(2.0));
         assert_eq!(value["wall_secs"], 2.0);
         let experiment = &value["experiments"][0];
         assert_eq!(experiment["experiment"]["samples"].as_array().unwrap().len(), 5);
@@ -483,7 +539,7 @@ mod tests {
     #[test]
     fn write_all_writes_three_files() {
         let dir = std::env::temp_dir().join(format!("kuberay-bench-report-{}", std::process::id()));
-        let written = write_all(&dir, &[result()], &published(), 1.0).unwrap();
+        let written = write_all(&dir, &[result()], &published(), &summary(1.0)).unwrap();
         let names: Vec<String> = written
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
