@@ -62,6 +62,9 @@ fn owner_alive(text: &str) -> bool {
     }
 }
 
+/// Claims started by this process, numbering their staging directories.
+static CLAIMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Sweeps every slot under `root` whose owner is dead (and half-swept leftovers), then claims the lowest
 /// free slot below `max_slots`.
 pub fn claim(root: &Path, max_slots: u32) -> Result<Slot, SandboxError> {
@@ -75,7 +78,9 @@ pub fn claim(root: &Path, max_slots: u32) -> Result<Slot, SandboxError> {
         }
         // Prepare the slot aside and rename it into place: renaming onto an existing (non-empty) slot
         // fails, so exactly one instance wins a race.
-        let staging = root.join(format!("staging-{}-{index}", std::process::id()));
+        // Unique per claim, not only per process: two simulators in one process (parallel tests) claim at once.
+        let claim_number = CLAIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staging = root.join(format!("staging-{}-{index}-{claim_number}", std::process::id()));
         std::fs::create_dir_all(staging.join(NETNS_DIR)).map_err(io_err(format!("creating {}", staging.display())))?;
         std::fs::write(staging.join(OWNER_FILE), &owner).map_err(io_err(format!("writing {}", staging.display())))?;
         match std::fs::rename(&staging, &dir) {
@@ -124,7 +129,7 @@ pub fn sweep(root: &Path) {
     }
 }
 
-/// Parses `dead-<slot>-<pid>` and `staging-<pid>-<slot>` into (slot for `dead-`, the pid that made it).
+/// Parses `dead-<slot>-<pid>` and `staging-<pid>-<slot>[-<claim>]` into (slot for `dead-`, the pid that made it).
 fn leftover(name: &str) -> Option<(Option<u32>, u32)> {
     if let Some(rest) = name.strip_prefix("dead-") {
         let (slot, pid) = rest.split_once('-')?;
@@ -178,6 +183,7 @@ mod tests {
         assert!(!owner_alive("4294967290 1"));
         assert_eq!(leftover("dead-3-77"), Some((Some(3), 77)));
         assert_eq!(leftover("staging-77-3"), Some((None, 77)));
+        assert_eq!(leftover("staging-77-3-12"), Some((None, 77)));
         assert_eq!(leftover("slot-3"), None);
     }
 
@@ -194,6 +200,35 @@ mod tests {
         b.release();
         c.release();
         assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn concurrent_claims_in_one_process_get_distinct_slots() {
+        // Two simulators of one test process claiming at once once shared a staging directory name, and
+        // one failed with "creating .../staging-<pid>-0: No such file or directory".
+        let root = std::env::temp_dir().join(format!("kube-sim-state-race-{}", std::process::id()));
+        for _ in 0..20 {
+            let claims: Vec<_> = (0..4)
+                .map(|_| {
+                    let root = root.clone();
+                    std::thread::spawn(move || claim(&root, 8).unwrap())
+                })
+                .collect();
+            let slots: Vec<Slot> = claims.into_iter().map(|c| c.join().unwrap()).collect();
+            let mut indexes: Vec<u32> = slots.iter().map(|s| s.index).collect();
+            indexes.sort_unstable();
+            indexes.dedup();
+            assert_eq!(indexes.len(), 4, "each claim gets its own slot");
+            for slot in &slots {
+                std::fs::remove_dir_all(&slot.dir).unwrap();
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(&root).unwrap().count(),
+            0,
+            "no staging directory is left"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
