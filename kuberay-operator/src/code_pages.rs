@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-/// How long after start the operator releases its startup code: long enough for the first lists and
+/// How long after the operator reports ready it releases its startup code: long enough for the first lists and
 /// passes of an ordinary install to have run, so the code they share with the steady state is not
 /// released only to be mapped back.
 pub const STARTUP_CODE_RELEASE_DELAY: Duration = Duration::from_secs(3);
@@ -78,8 +78,10 @@ pub fn release_startup_code() -> Result<Released, CodePagesError> {
         path: "/proc/self/smaps",
         source,
     })?;
+    // Any address of this program's own code marks its loaded image.
+    let anchor = release_startup_code as fn() -> Result<Released, CodePagesError> as usize;
     let mut released = Released::default();
-    for mapping in releasable_mappings(&smaps, &exe.to_string_lossy()) {
+    for mapping in releasable_mappings(&smaps, &exe.to_string_lossy(), anchor) {
         dont_need(&mapping.range)?;
         released.mappings += 1;
         released.resident_bytes += mapping.resident_bytes;
@@ -94,34 +96,70 @@ struct Mapping {
     resident_bytes: u64,
 }
 
-/// The mappings of `exe` in `smaps` text that are private, not writable and hold no anonymous page.
-fn releasable_mappings(smaps: &str, exe: &str) -> Vec<Mapping> {
-    let mut releasable = Vec::new();
-    // The mapping being read: its range and resident bytes, or `None` when it does not qualify.
-    let mut current: Option<(Range<usize>, u64)> = None;
-    let mut qualifies = false;
-    let mut finish = |current: &mut Option<(Range<usize>, u64)>, qualifies: bool| {
-        if let (Some((range, resident_bytes)), true) = (current.take(), qualifies) {
-            releasable.push(Mapping { range, resident_bytes });
-        }
-    };
+/// What smaps says about one mapping.
+#[derive(Debug)]
+struct Entry {
+    range: Range<usize>,
+    of_exe: bool,
+    read_only_private: bool,
+    resident_bytes: u64,
+    /// `Anonymous:` (resident copied-on-write pages), when the kernel listed it.
+    anonymous_kib: Option<u64>,
+    /// `Swap:` (copied-on-write pages swapped out), when the kernel listed it.
+    swap_kib: Option<u64>,
+}
+
+/// The mappings of the loaded image of `exe` in `smaps` text that are private, not writable and hold no
+/// copied-on-write page, resident or swapped out. The image is the run of adjacent mappings of `exe` around
+/// `anchor` (an address of this program's code): another mapping of the same file (a backtrace symbolizer
+/// reading debug info) may be unmapped and its range reused at any time, so it is never touched.
+fn releasable_mappings(smaps: &str, exe: &str, anchor: usize) -> Vec<Mapping> {
+    let mut entries: Vec<Entry> = Vec::new();
     for line in smaps.lines() {
         if let Some((range, perms, path)) = mapping_header(line) {
-            finish(&mut current, qualifies);
-            // `r-xp` / `r--p`: readable, never writable, private (a shared mapping's pages are not ours).
-            qualifies = path == exe && !perms.contains('w') && perms.ends_with('p');
-            current = Some((range, 0));
-        } else if let Some(kib) = field_kib(line, "Rss:") {
-            if let Some((_, resident)) = current.as_mut() {
-                *resident = kib * 1024;
+            entries.push(Entry {
+                range,
+                of_exe: path == exe,
+                // `r-xp` / `r--p`: never writable, private (a shared mapping's pages are not ours alone).
+                read_only_private: !perms.contains('w') && perms.ends_with('p'),
+                resident_bytes: 0,
+                anonymous_kib: None,
+                swap_kib: None,
+            });
+        } else if let Some(entry) = entries.last_mut() {
+            if let Some(kib) = field_kib(line, "Rss:") {
+                entry.resident_bytes = kib * 1024;
+            } else if let Some(kib) = field_kib(line, "Anonymous:") {
+                entry.anonymous_kib = Some(kib);
+            } else if let Some(kib) = field_kib(line, "Swap:") {
+                entry.swap_kib = Some(kib);
             }
-        } else if let Some(kib) = field_kib(line, "Anonymous:") {
-            // A page copied on write (a relocation, a debugger's breakpoint) would be lost.
-            qualifies &= kib == 0;
         }
     }
-    finish(&mut current, qualifies);
-    releasable
+    let Some(at) = entries.iter().position(|e| e.of_exe && e.range.contains(&anchor)) else {
+        return Vec::new();
+    };
+    let mut first = at;
+    while first > 0 && entries[first - 1].of_exe && entries[first - 1].range.end == entries[first].range.start {
+        first -= 1;
+    }
+    let mut last = at;
+    while last + 1 < entries.len()
+        && entries[last + 1].of_exe
+        && entries[last].range.end == entries[last + 1].range.start
+    {
+        last += 1;
+    }
+    entries[first..=last]
+        .iter()
+        // A copied page (a relocation, a debugger's breakpoint), resident or swapped, would be lost; a
+        // kernel that does not list both counts cannot show there is none.
+        .filter(|e| e.read_only_private && e.anonymous_kib == Some(0) && e.swap_kib == Some(0))
+        .map(|e| Mapping {
+            range: e.range.clone(),
+            resident_bytes: e.resident_bytes,
+        })
+        .collect()
 }
 
 /// `start-end perms offset dev inode [path]`: the range, permissions and path of a mapping header line.
@@ -173,6 +211,9 @@ mod tests {
 
     const EXE: &str = "/manager";
 
+    /// An address in the fixture's code mapping.
+    const ANCHOR: usize = 0x55d0_0040_0000;
+
     /// The mappings of a static executable as the kernel lists them, with other mappings around.
     fn smaps(relro_anonymous_kib: u64, text_anonymous_kib: u64) -> String {
         format!(
@@ -181,16 +222,19 @@ mod tests {
 Size:               3952 kB
 Rss:                1200 kB
 Anonymous:             0 kB
+Swap:                  0 kB
 VmFlags: rd mr mw me sd
 55d0003dc000-55d0011f1000 r-xp 003dc000 fd:01 123 /manager
 Size:              14420 kB
 Rss:                8600 kB
 Anonymous:          {text_anonymous_kib} kB
+Swap:                  0 kB
 VmFlags: rd ex mr mw me sd
 55d0011f1000-55d00124d000 r--p 011f1000 fd:01 123 /manager
 Size:                368 kB
 Rss:                 368 kB
 Anonymous:          {relro_anonymous_kib} kB
+Swap:                  0 kB
 VmFlags: rd mr mw me ac sd
 55d00124d000-55d001252000 rw-p 0124d000 fd:01 123 /manager
 Size:                 20 kB
@@ -218,7 +262,7 @@ VmFlags: rd wr mr mw me gd ac
 
     #[test]
     fn only_the_executables_unwritten_read_only_mappings_are_released() {
-        let found = releasable_mappings(&smaps(368, 0), EXE);
+        let found = releasable_mappings(&smaps(368, 0), EXE, ANCHOR);
         assert_eq!(
             found,
             vec![
@@ -237,21 +281,48 @@ VmFlags: rd wr mr mw me gd ac
     #[test]
     fn a_mapping_with_copied_pages_is_kept_even_if_read_only() {
         // Relocated read-only data not yet written, and code a debugger patched.
-        let found = releasable_mappings(&smaps(0, 4), EXE);
+        let found = releasable_mappings(&smaps(0, 4), EXE, ANCHOR);
         let ranges: Vec<_> = found.iter().map(|m| m.range.start).collect();
         assert_eq!(ranges, vec![0x55d0_0000_0000, 0x55d0_011f_1000]);
     }
 
     #[test]
     fn another_executable_releases_nothing() {
-        assert!(releasable_mappings(&smaps(368, 0), "/usr/bin/other").is_empty());
+        assert!(releasable_mappings(&smaps(368, 0), "/usr/bin/other", ANCHOR).is_empty());
     }
 
     #[test]
     fn paths_with_spaces_are_compared_whole() {
-        let text = "1000-2000 r-xp 00000000 fd:01 1 /opt/my operator\nRss: 4 kB\nAnonymous: 0 kB\n";
-        assert_eq!(releasable_mappings(text, "/opt/my operator").len(), 1);
-        assert!(releasable_mappings(text, "/opt/my").is_empty());
+        let text = "1000-2000 r-xp 00000000 fd:01 1 /opt/my operator\nRss: 4 kB\nAnonymous: 0 kB\nSwap: 0 kB\n";
+        assert_eq!(releasable_mappings(text, "/opt/my operator", 0x1800).len(), 1);
+        assert!(releasable_mappings(text, "/opt/my", 0x1800).is_empty());
+    }
+
+    #[test]
+    fn swapped_copies_or_missing_counts_keep_a_mapping() {
+        let text = |fields: &str| format!("1000-2000 r--p 00000000 fd:01 1 /manager\nRss: 4 kB\n{fields}");
+        assert!(releasable_mappings(&text("Anonymous: 0 kB\nSwap: 4 kB\n"), EXE, 0x1800).is_empty());
+        assert!(releasable_mappings(&text("Anonymous: 0 kB\n"), EXE, 0x1800).is_empty());
+        assert!(releasable_mappings(&text("Swap: 0 kB\n"), EXE, 0x1800).is_empty());
+        assert_eq!(
+            releasable_mappings(&text("Anonymous: 0 kB\nSwap: 0 kB\n"), EXE, 0x1800).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn only_the_loaded_image_is_released_not_another_mapping_of_the_file() {
+        // A symbolizer's separate read-only mapping of the same file, far from the image.
+        let other =
+            "7f0000000000-7f0000400000 r--p 00000000 fd:01 123 /manager\nRss: 8 kB\nAnonymous: 0 kB\nSwap: 0 kB\n";
+        let text = format!("{}{other}", smaps(368, 0));
+        let found = releasable_mappings(&text, EXE, ANCHOR);
+        assert_eq!(found.len(), 2);
+        assert!(found.iter().all(|m| m.range.start < 0x7f00_0000_0000));
+        assert!(
+            releasable_mappings(&text, EXE, 0x1234).is_empty(),
+            "no image around the anchor: nothing"
+        );
     }
 
     #[test]
