@@ -157,20 +157,31 @@ fn kib_field(text: &str, name: &str) -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
-/// Pages the kernel has reclaimed since boot (the `pgsteal_*` counters of `/proc/vmstat`), if readable.
+/// Pages the kernel has reclaimed since boot (`/proc/vmstat`), if readable.
 pub fn kernel_reclaimed_pages() -> Option<u64> {
     std::fs::read_to_string("/proc/vmstat")
         .ok()
         .map(|text| reclaimed_pages(&text))
 }
 
-/// The sum of the `pgsteal_*` counters of `/proc/vmstat` text.
+/// Reclaimed pages from `/proc/vmstat` text: `pgsteal_anon + pgsteal_file` (every reclaim, cgroup reclaim
+/// included) where the kernel has them (5.8 and later), else the sum of the per-reclaimer `pgsteal_*`
+/// counters (which the two above would count twice).
 fn reclaimed_pages(vmstat: &str) -> u64 {
-    vmstat
-        .lines()
-        .filter_map(|line| line.strip_prefix("pgsteal_"))
-        .filter_map(|rest| rest.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum()
+    let counter = |name: &str| {
+        vmstat.lines().find_map(|line| {
+            let (key, value) = line.split_once(' ')?;
+            (key == name).then(|| value.trim().parse::<u64>().ok()).flatten()
+        })
+    };
+    match (counter("pgsteal_anon"), counter("pgsteal_file")) {
+        (Some(anon), Some(file)) => anon + file,
+        _ => vmstat
+            .lines()
+            .filter_map(|line| line.strip_prefix("pgsteal_"))
+            .filter_map(|rest| rest.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum(),
+    }
 }
 
 /// A plain number field of `/proc/<pid>/status` (such as `Threads:`).
@@ -395,8 +406,13 @@ mod tests {
     }
 
     #[test]
-    fn reclaimed_pages_add_every_pgsteal_counter() {
-        let vmstat = "nr_free_pages 100\npgsteal_kswapd 40\npgsteal_direct 2\npgscan_kswapd 99\npgsteal_khugepaged 0\n";
-        assert_eq!(reclaimed_pages(vmstat), 42);
+    fn reclaimed_pages_are_counted_once() {
+        let old_kernel =
+            "nr_free_pages 100\npgsteal_kswapd 40\npgsteal_direct 2\npgscan_kswapd 99\npgsteal_khugepaged 0\n";
+        assert_eq!(reclaimed_pages(old_kernel), 42);
+        // Newer kernels split the same reclaim both ways (plus cgroup reclaim in anon/file only).
+        let new_kernel = "pgsteal_kswapd 40\npgsteal_direct 2\npgsteal_khugepaged 0\npgsteal_proactive 0\n\
+                          pgsteal_anon 5\npgsteal_file 40\n";
+        assert_eq!(reclaimed_pages(new_kernel), 45);
     }
 }

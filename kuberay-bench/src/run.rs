@@ -18,7 +18,7 @@ use crate::experiment::{self, Action, EXPERIMENT_LABEL};
 use crate::operator::{Memory, Operator};
 
 /// How long after `/readyz` answers the idle sample is taken: past the operator's release of its startup
-/// code, 3 s after start (`--release-startup-code`, docs/benchmarks.md), so idle is the steady state.
+/// code, 3 s after it reports ready (`--release-startup-code`, docs/benchmarks.md), so idle is the steady state.
 const IDLE_SETTLE: Duration = Duration::from_secs(5);
 
 /// Namespace the RayClusters are created in.
