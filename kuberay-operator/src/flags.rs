@@ -282,7 +282,7 @@ const FLAGS: &[(&str, Kind, &str)] = &[
     (
         "release-startup-code",
         Kind::Bool,
-        "Unmap the code only startup ran, a few seconds after start (default true); not a KubeRay flag.",
+        "Unmap the code only startup ran, 3 s after the operator is ready (default true); not a KubeRay flag.",
     ),
 ];
 
@@ -471,6 +471,13 @@ mod tests {
         assert_eq!(f.reconcile_concurrency, 16);
         assert_eq!(f.watch_namespace, "a,b");
         assert_eq!(f.feature_gates, "RayClusterStatusConditions=true");
+    }
+
+    #[test]
+    fn release_startup_code_is_on_unless_turned_off() {
+        assert!(run(&[]).release_startup_code);
+        assert!(!run(&["--release-startup-code=false"]).release_startup_code);
+        assert!(run(&["-release-startup-code"]).release_startup_code);
     }
 
     #[test]
