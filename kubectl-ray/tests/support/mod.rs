@@ -35,6 +35,15 @@ pub fn operator_binary() -> &'static Path {
         if profile == "release" {
             command.arg("--release");
         }
+        // The test process has the variables cargo sets for a test run (this package's name, manifest dir,
+        // ...). ring's build script tracks some of them, so passing them on would make this cargo rebuild
+        // ring and everything above it, and the next plain `cargo test` rebuild it all back.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if is_cargo_test_variable(&key) {
+                command.env_remove(key.as_ref());
+            }
+        }
         let out = command.output().expect("running cargo to build the operator");
         assert!(
             out.status.success(),
@@ -45,6 +54,19 @@ pub fn operator_binary() -> &'static Path {
         assert!(binary.is_file(), "no operator binary at {}", binary.display());
         binary
     })
+}
+
+/// Variables cargo sets for the test binary it runs (not the user's cargo configuration).
+fn is_cargo_test_variable(key: &str) -> bool {
+    key == "OUT_DIR"
+        || key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_MANIFEST_")
+        || key.starts_with("CARGO_CFG_")
+        || key.starts_with("CARGO_BIN_")
+        || matches!(
+            key,
+            "CARGO_CRATE_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_RUSTC_CURRENT_DIR" | "CARGO_TARGET_TMPDIR"
+        )
 }
 
 /// A free local TCP port.
