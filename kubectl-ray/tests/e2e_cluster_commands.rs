@@ -68,12 +68,14 @@ async fn create_get_scale_add_group_and_delete_a_cluster() {
     let err = env.fails(&["ray", "create", "cluster", "rc"]);
     assert_eq!(err, "Error: the Ray cluster rc in namespace default already exists\n");
 
-    // get cluster: KubeRay's columns, the status the operator wrote.
+    // get cluster: KubeRay's columns, the status the operator wrote (`--wait` returns on the state or the
+    // condition, whichever the table shows first; wait for both).
     let table = env
         .ok_eventually(&["ray", "get", "cluster"], WAIT, |t| {
-            cells(t)
-                .get(1)
-                .is_some_and(|row| row.get(3).map(String::as_str) == Some("2"))
+            cells(t).get(1).is_some_and(|row| {
+                row.get(3).map(String::as_str) == Some("2")
+                    && row.get(8).map(String::as_str) == Some("RayClusterProvisioned")
+            })
         })
         .await;
     assert_eq!(
