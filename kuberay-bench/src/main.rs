@@ -202,6 +202,11 @@ struct MemoryArgs {
     /// KubeRay's published figures (default: shared/bench/kuberay-v0.6.0-memory.csv beside the workspace).
     #[arg(long, value_name = "PATH")]
     reference: Option<PathBuf>,
+    /// Faults for the in-process kube-sim's API (its fault syntax, e.g. `error=3%:500@create/pods`), so the
+    /// operator's error paths run too; scripts/profile-code-order uses it to profile them. The benchmark's own
+    /// requests go through the same API, so restrict rules to what the operator alone sends.
+    #[arg(long, value_name = "SPEC", conflicts_with = "kubeconfig")]
+    kube_sim_faults: Option<String>,
 }
 
 impl Default for MemoryArgs {
@@ -214,6 +219,7 @@ impl Default for MemoryArgs {
             operator_arg: Vec::new(),
             output: PathBuf::from("target/kuberay-bench"),
             reference: None,
+            kube_sim_faults: None,
         }
     }
 }
@@ -255,6 +261,10 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
         operator_args: args.operator_arg.clone(),
         step_interval: Duration::from_millis(args.step_interval),
         work_dir,
+        faults: match &args.kube_sim_faults {
+            Some(spec) => kube_sim::FaultConfig::parse(spec).map_err(|e| anyhow::anyhow!("--kube-sim-faults: {e}"))?,
+            None => kube_sim::FaultConfig::default(),
+        },
     };
     let mut results = Vec::new();
     for experiment in args.experiment.experiments() {

@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub step_interval: Duration,
     /// Directory for logs and kubeconfigs.
     pub work_dir: PathBuf,
+    /// Faults the in-process kube-sim's API injects (none by default).
+    pub faults: kube_sim::FaultConfig,
 }
 
 /// One memory sample.
@@ -212,6 +214,7 @@ async fn control_plane(experiment: u8, options: &RunOptions) -> anyhow::Result<(
             node_memory: "256Gi".into(),
             ..kube_sim::AgentConfig::default()
         },
+        faults: options.faults.clone(),
         ..kube_sim::SimConfig::default()
     };
     let sim = kube_sim::SimServer::start(config)
