@@ -166,7 +166,7 @@ fn print_row(label: &str, count: usize, one: HeapUse, all: HeapUse) {
 
 fn readable(pod: &[u8]) -> SlimPod {
     match serde_json::from_slice::<Decoded<SlimPod>>(pod).unwrap() {
-        Decoded::Readable(pod) => pod,
+        Decoded::Readable(pod) => *pod,
         Decoded::Unreadable(u) => panic!("bench pod unreadable: {}", u.error),
     }
 }
