@@ -136,7 +136,8 @@ pub async fn run(
     // The store starts empty and complete: clusters arrive one by one from the feed.
     writer.apply_watcher_event(&watcher::Event::Init);
     writer.apply_watcher_event(&watcher::Event::InitDone);
-    let (objects_tx, objects_rx) = mpsc::unbounded_channel::<RayCluster>();
+    // Boxed: the channel allocates its slots 32 at a time, 181 KiB with a RayCluster inline in each.
+    let (objects_tx, objects_rx) = mpsc::unbounded_channel::<Box<RayCluster>>();
     let (refs_tx, refs_rx) = mpsc::unbounded_channel::<ObjectRef<RayCluster>>();
     let hand_over_ctx = Arc::clone(&ctx);
     let store = reader.clone();
@@ -145,7 +146,7 @@ pub async fn run(
             match signal {
                 MtlsSignal::Apply(cluster) => {
                     writer.apply_watcher_event(&watcher::Event::Apply((*cluster).clone()));
-                    let _ = objects_tx.send(*cluster);
+                    let _ = objects_tx.send(cluster);
                 }
                 MtlsSignal::Forget(key) => {
                     let reference = ObjectRef::<RayCluster>::new(&key.name).within(&key.namespace);
@@ -162,7 +163,10 @@ pub async fn run(
             }
         }
     });
-    let objects = futures::stream::unfold(objects_rx, |mut rx| async move { rx.recv().await.map(|c| (Ok(c), rx)) });
+    let objects = futures::stream::unfold(
+        objects_rx,
+        |mut rx| async move { rx.recv().await.map(|c| (Ok(*c), rx)) },
+    );
     let refs = futures::stream::unfold(refs_rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) });
     info!("starting RayCluster mTLS controller");
     Controller::for_stream(objects, reader)
