@@ -90,10 +90,12 @@ struct SeriesState {
 /// The remembered series, oldest-first eviction.
 #[derive(Debug, Default)]
 struct SeriesCache {
-    entries: HashMap<SeriesKey, SeriesState>,
+    /// The key is shared with `order`: a key is seven strings, and an operator creating many clusters keeps
+    /// thousands of series.
+    entries: HashMap<Arc<SeriesKey>, SeriesState>,
     /// Keys in the order they were last touched, with the generation that touch gave them; entries whose
     /// generation is no longer current are skipped when they reach the front.
-    order: VecDeque<(SeriesKey, u64)>,
+    order: VecDeque<(Arc<SeriesKey>, u64)>,
     next_generation: u64,
 }
 
@@ -108,7 +110,8 @@ impl SeriesCache {
     fn touch(&mut self, key: SeriesKey, mut state: SeriesState, now: Timestamp) {
         self.next_generation += 1;
         state.generation = self.next_generation;
-        self.order.push_back((key.clone(), state.generation));
+        let key = Arc::new(key);
+        self.order.push_back((Arc::clone(&key), state.generation));
         self.entries.insert(key, state);
         while self.entries.len() > EVENT_CACHE_ENTRIES {
             self.pop_oldest();
@@ -119,14 +122,14 @@ impl SeriesCache {
         if self.order.len() > 2 * EVENT_CACHE_ENTRIES.max(self.entries.len()) {
             let live = &self.entries;
             self.order
-                .retain(|(key, generation)| live.get(key).is_some_and(|s| s.generation == *generation));
+                .retain(|(key, generation)| live.get(&**key).is_some_and(|s| s.generation == *generation));
         }
     }
 
     /// Forgets series whose last occurrence is outside the window, oldest first.
     fn expire(&mut self, now: Timestamp) {
         while let Some((key, generation)) = self.order.front() {
-            match self.entries.get(key) {
+            match self.entries.get(&**key) {
                 Some(state) if state.generation == *generation => {
                     if state.last_seen + EVENT_SERIES_WINDOW > now {
                         return;
@@ -143,8 +146,8 @@ impl SeriesCache {
     /// Forgets the least recently touched series.
     fn pop_oldest(&mut self) {
         while let Some((key, generation)) = self.order.pop_front() {
-            if self.entries.get(&key).is_some_and(|s| s.generation == generation) {
-                self.entries.remove(&key);
+            if self.entries.get(&*key).is_some_and(|s| s.generation == generation) {
+                self.entries.remove(&*key);
                 return;
             }
         }
