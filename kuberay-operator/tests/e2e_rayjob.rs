@@ -894,3 +894,45 @@ async fn volcano_gang_is_emptied_on_suspend_and_restored_on_resume() {
     .await;
     assert_eq!(restored.spec.min_resources, full.spec.min_resources);
 }
+
+/// The RayJob controller's status write carries the resourceVersion it read: a write from a read that an
+/// earlier write has overtaken gets 409 from the API server instead of overwriting it (a pass behind the
+/// cache must not draw the cluster name and job id a second time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rayjob_status_write_from_a_stale_read_conflicts() {
+    use ray_reconcile::status_writer::{MergeShape, StatusWrite, StatusWriteError, write_status};
+    let sim = common::start_sim(kube_sim::SimConfig::default()).await;
+    let jobs: Api<RayJob> = Api::namespaced(sim.client(), NS);
+    let read = jobs
+        .create(&PostParams::default(), &sample_named("stale", "exit 0"))
+        .await
+        .unwrap();
+    let first = RayJobStatus {
+        job_id: Some("stale-aaaaa".into()),
+        ray_cluster_name: Some("stale-aaaaa".into()),
+        ..RayJobStatus::default()
+    };
+    write_status(&jobs, &read, &first, StatusWrite::Merge(MergeShape::Whole))
+        .await
+        .unwrap();
+    // A second pass that still holds the object as created draws other names.
+    let second = RayJobStatus {
+        job_id: Some("stale-bbbbb".into()),
+        ray_cluster_name: Some("stale-bbbbb".into()),
+        ..RayJobStatus::default()
+    };
+    match write_status(&jobs, &read, &second, StatusWrite::Merge(MergeShape::Whole)).await {
+        Err(StatusWriteError::Api(kube::Error::Api(status))) => assert_eq!(status.code, 409, "{status:?}"),
+        other => panic!("expected 409 Conflict, got {other:?}"),
+    }
+    let stored = jobs.get("stale").await.unwrap();
+    assert_eq!(status_text(&stored, |s| s.job_id.as_ref()), "stale-aaaaa");
+    // A pass that read the written object writes fine.
+    write_status(&jobs, &stored, &second, StatusWrite::Merge(MergeShape::Whole))
+        .await
+        .unwrap();
+    assert_eq!(
+        status_text(&jobs.get("stale").await.unwrap(), |s| s.job_id.as_ref()),
+        "stale-bbbbb"
+    );
+}

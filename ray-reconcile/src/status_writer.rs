@@ -78,8 +78,11 @@ pub enum MergeShape {
     /// Only what changed: fields gone from the new status become `null`, at every depth (the
     /// RayCluster controller).
     Changes,
-    /// The whole new status, with the top-level fields it no longer has set to `null` (the RayJob
-    /// controller).
+    /// The whole new status, with the top-level fields it no longer has set to `null`, and the object's
+    /// `resourceVersion` as a precondition (the RayJob controller). A pass that read the object before its
+    /// last status write gets 409 Conflict and is retried instead of overwriting that write: otherwise a pass
+    /// behind the cache could draw a RayJob's cluster name and job id a second time, leaving the first
+    /// cluster orphaned. KubeRay writes RayJob status with an update, which conflicts the same way.
     Whole,
 }
 
@@ -117,10 +120,22 @@ where
     };
     let old = serde_json::to_value(object.status().cloned().unwrap_or_default())?;
     let new = serde_json::to_value(status)?;
-    let patch = status_merge_patch(&old, new, shape);
+    let patch = status_patch(&old, new, shape, object.meta().resource_version.as_deref());
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// The whole body of a status merge patch from `old` to `new`: [`status_merge_patch`], plus for
+/// [`MergeShape::Whole`] the `resourceVersion` the object was read at, which the API server checks.
+pub fn status_patch(old: &Value, new: Value, shape: MergeShape, resource_version: Option<&str>) -> Value {
+    let mut patch = status_merge_patch(old, new, shape);
+    if shape == MergeShape::Whole
+        && let Some(version) = resource_version
+    {
+        patch["metadata"] = json!({ "resourceVersion": version });
+    }
+    patch
 }
 
 /// The body of a status merge patch from `old` to `new`: `{"status": ...}` shaped as `shape` says.
@@ -191,6 +206,23 @@ mod tests {
         assert_eq!(
             status_merge_patch(&old, new, MergeShape::Whole),
             json!({"status": {"a": 1, "gone": null, "head": {"podName": "h"}}})
+        );
+    }
+
+    #[test]
+    fn only_the_whole_shape_carries_the_resource_version_read() {
+        let (old, new) = (json!({"jobId": ""}), json!({"jobId": "j-1"}));
+        assert_eq!(
+            status_patch(&old, new.clone(), MergeShape::Whole, Some("42")),
+            json!({"status": {"jobId": "j-1"}, "metadata": {"resourceVersion": "42"}})
+        );
+        assert_eq!(
+            status_patch(&old, new.clone(), MergeShape::Whole, None),
+            json!({"status": {"jobId": "j-1"}})
+        );
+        assert_eq!(
+            status_patch(&old, new, MergeShape::Changes, Some("42")),
+            json!({"status": {"jobId": "j-1"}})
         );
     }
 }
