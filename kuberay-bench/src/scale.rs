@@ -346,18 +346,45 @@ fn count_pods(sim: &SimHandle) -> anyhow::Result<(usize, usize)> {
         .store()
         .list(&Gvr::pods(), Some(NAMESPACE), &options)
         .map_err(|e| anyhow::anyhow!("listing pods: {e}"))?;
-    let live = listed
-        .items
-        .iter()
-        .filter(|p| p.value()["metadata"]["deletionTimestamp"].is_null());
     let (mut existing, mut running) = (0, 0);
-    for pod in live {
+    for pod in &listed.items {
+        let progress: Progress = serde_json::from_slice(&pod.json).context("reading a stored pod")?;
+        if progress.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
         existing += 1;
-        if pod.value()["status"]["phase"] == "Running" {
+        if progress.status.phase.as_deref() == Some("Running") {
             running += 1;
         }
     }
     Ok((existing, running))
+}
+
+/// The few fields the progress counts read from a stored object's JSON. Decoding only these (serde skips the
+/// rest without allocating) instead of the whole object as a `serde_json::Value` matters: polling 10,000
+/// pods four times a second that way took a quarter of the process's CPU, taken from the simulator measured.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Progress {
+    metadata: ProgressMetadata,
+    status: ProgressStatus,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProgressMetadata {
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProgressStatus {
+    /// A pod's phase.
+    phase: Option<String>,
+    /// A RayCluster's state.
+    state: Option<String>,
+    /// A RayCluster's ready workers.
+    ready_worker_replicas: Option<u64>,
 }
 
 /// RayClusters whose status is `ready` with every worker ready.
@@ -367,14 +394,16 @@ fn count_ready_clusters(sim: &SimHandle, workers: usize) -> anyhow::Result<usize
         .store()
         .list(&gvr, Some(NAMESPACE), &ListOptions::default())
         .map_err(|e| anyhow::anyhow!("listing RayClusters: {e}"))?;
-    Ok(listed
-        .items
-        .iter()
-        .filter(|c| {
-            let status = &c.value()["status"];
-            status["state"] == "ready" && status["readyWorkerReplicas"].as_u64() == Some(workers as u64)
-        })
-        .count())
+    let mut ready = 0;
+    for cluster in &listed.items {
+        let progress: Progress = serde_json::from_slice(&cluster.json).context("reading a stored RayCluster")?;
+        if progress.status.state.as_deref() == Some("ready")
+            && progress.status.ready_worker_replicas == Some(workers as u64)
+        {
+            ready += 1;
+        }
+    }
+    Ok(ready)
 }
 
 async fn wait_running(sim: &SimHandle, options: &ScaleOptions, started: Instant) -> anyhow::Result<f64> {
@@ -461,6 +490,26 @@ pub fn markdown(result: &ScaleResult) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn progress_reads_phase_deletion_and_cluster_state_from_the_json() {
+        let pod: Progress = serde_json::from_str(
+            r#"{"metadata":{"name":"p","deletionTimestamp":"2026-11-28T00:00:00Z","labels":{"a":"b"}},
+                "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running"}}"#,
+        )
+        .unwrap();
+        assert!(pod.metadata.deletion_timestamp.is_some());
+        assert_eq!(pod.status.phase.as_deref(), Some("Running"));
+        let pending: Progress = serde_json::from_str(r#"{"metadata":{"name":"p"}}"#).unwrap();
+        assert!(pending.metadata.deletion_timestamp.is_none());
+        assert_eq!(pending.status.phase, None);
+        let cluster: Progress =
+            serde_json::from_str(r#"{"status":{"state":"ready","readyWorkerReplicas":9,"conditions":[]}}"#).unwrap();
+        assert_eq!(
+            (cluster.status.state.as_deref(), cluster.status.ready_worker_replicas),
+            (Some("ready"), Some(9))
+        );
+    }
     use super::*;
 
     #[test]
