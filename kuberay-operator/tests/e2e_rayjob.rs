@@ -927,6 +927,23 @@ async fn a_rayjob_status_write_from_a_stale_read_conflicts() {
     }
     let stored = jobs.get("stale").await.unwrap();
     assert_eq!(status_text(&stored, |s| s.job_id.as_ref()), "stale-aaaaa");
+    // A pass that writes the finalizer first must write the status at the version that write returned (the
+    // executor keeps it); the version it read would conflict with its own write.
+    let version = ray_reconcile::finalizers::add_finalizer(
+        &jobs,
+        &stored,
+        "ray.io/rayjob-finalizer",
+        ray_reconcile::finalizers::FinalizerGuard::Unguarded,
+    )
+    .await
+    .unwrap()
+    .expect("the written object's resourceVersion");
+    assert!(matches!(
+        write_status(&jobs, &stored, &first, StatusWrite::Merge(MergeShape::Whole)).await,
+        Err(StatusWriteError::Api(kube::Error::Api(ref status))) if status.code == 409
+    ));
+    let mut stored = stored;
+    stored.metadata.resource_version = Some(version);
     // A pass that read the written object writes fine.
     write_status(&jobs, &stored, &second, StatusWrite::Merge(MergeShape::Whole))
         .await

@@ -52,26 +52,27 @@ pub fn finalizers_patch<K: Resource>(object: &K, finalizers: Vec<String>, guard:
     }
 }
 
-/// Appends `finalizer` to `object`'s finalizers on the server.
+/// Appends `finalizer` to `object`'s finalizers on the server; returns the `resourceVersion` the object has
+/// after the write (a later write in the same pass that sends a version must send this one).
 pub async fn add_finalizer<K>(
     api: &Api<K>,
     object: &K,
     finalizer: &str,
     guard: FinalizerGuard,
-) -> Result<(), kube::Error>
+) -> Result<Option<String>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
     write_finalizers(api, object, finalizers_with(object, finalizer), guard).await
 }
 
-/// Removes `finalizer` from `object`'s finalizers on the server.
+/// Removes `finalizer` from `object`'s finalizers on the server; returns the object's new `resourceVersion`.
 pub async fn remove_finalizer<K>(
     api: &Api<K>,
     object: &K,
     finalizer: &str,
     guard: FinalizerGuard,
-) -> Result<(), kube::Error>
+) -> Result<Option<String>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
@@ -83,14 +84,15 @@ async fn write_finalizers<K>(
     object: &K,
     finalizers: Vec<String>,
     guard: FinalizerGuard,
-) -> Result<(), kube::Error>
+) -> Result<Option<String>, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + Debug,
 {
     let patch = finalizers_patch(object, finalizers, guard);
-    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+    let written = api
+        .patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
-    Ok(())
+    Ok(written.meta().resource_version.clone())
 }
 
 #[cfg(test)]

@@ -110,7 +110,11 @@ impl SeriesCache {
     fn touch(&mut self, key: SeriesKey, mut state: SeriesState, now: Timestamp) {
         self.next_generation += 1;
         state.generation = self.next_generation;
-        let key = Arc::new(key);
+        // A series seen before keeps its key: `insert` would keep the map's copy and drop this one.
+        let key = match self.entries.get_key_value(&key) {
+            Some((existing, _)) => Arc::clone(existing),
+            None => Arc::new(key),
+        };
         self.order.push_back((Arc::clone(&key), state.generation));
         self.entries.insert(key, state);
         while self.entries.len() > EVENT_CACHE_ENTRIES {

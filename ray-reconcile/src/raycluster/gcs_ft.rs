@@ -46,6 +46,7 @@ async fn add_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::
         FinalizerGuard::ResourceVersion,
     )
     .await
+    .map(drop)
 }
 
 async fn remove_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kube::Error> {
@@ -56,6 +57,7 @@ async fn remove_finalizer(cluster: &RayCluster, ctx: &Context) -> Result<(), kub
         FinalizerGuard::ResourceVersion,
     )
     .await
+    .map(drop)
 }
 
 /// The deletion timeout: annotation `ray.io/gcs-ft-deletion-timeout` (a positive integer), else 300 s.

@@ -4,7 +4,7 @@
 //! writes the status, publishing KubeRay's events on the RayJob and recording the `kuberay_job_*`
 //! metrics.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -87,6 +87,9 @@ pub(super) struct Pass<'a> {
     pub(super) old: RayJobStatus,
     /// The job's metric labels.
     pub(super) labels: ClusterLabels,
+    /// The `resourceVersion` the pass's own finalizer write gave the RayJob: the status write's precondition
+    /// must be that one, not the version the pass read, or the pass would conflict with itself.
+    pub(super) written_version: OnceLock<String>,
 }
 
 /// `spec.managedBy` names another controller.
@@ -118,6 +121,7 @@ impl<'a> Pass<'a> {
             labels: job_labels(job, &namespace),
             name,
             namespace,
+            written_version: OnceLock::new(),
         })
     }
 
@@ -353,7 +357,11 @@ impl<'a> Pass<'a> {
             .await
         };
         match written {
-            Ok(()) => {}
+            Ok(version) => {
+                if let Some(version) = version {
+                    let _ = self.written_version.set(version);
+                }
+            }
             Err(e) if is_not_found(&e) => return Ok(Flow::Stop(Action::await_change())),
             Err(e) => return Err(e.into()),
         }
@@ -422,14 +430,17 @@ impl<'a> Pass<'a> {
         if !plan.persist {
             return Ok(Flow::Continue);
         }
-        match write_status(
-            &self.rayjobs,
-            self.job,
-            &plan.status,
-            StatusWrite::Merge(MergeShape::Whole),
-        )
-        .await
-        {
+        let rewritten;
+        let job = match self.written_version.get() {
+            Some(version) => {
+                let mut job = self.job.clone();
+                job.metadata.resource_version = Some(version.clone());
+                rewritten = job;
+                &rewritten
+            }
+            None => self.job,
+        };
+        match write_status(&self.rayjobs, job, &plan.status, StatusWrite::Merge(MergeShape::Whole)).await {
             Ok(()) => {}
             Err(StatusWriteError::Api(e)) if is_not_found(&e) => return Ok(Flow::Stop(Action::await_change())),
             Err(e) => return Err(e.into()),
