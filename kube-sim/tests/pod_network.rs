@@ -222,8 +222,11 @@ async fn wait_slice(sim: &SimHandle, svc: &str, what: &str, pred: impl Fn(&[Valu
             .unwrap();
         if let [slice] = slices.items.as_slice() {
             let eps = slice.value()["endpoints"].as_array().cloned().unwrap_or_default();
-            if pred(&eps) {
-                let endpoints = sim.store().get(&Gvr::core("endpoints"), Some("default"), svc).unwrap();
+            // The controller writes the slice before the Endpoints object: poll until both exist.
+            let endpoints = sim.store().get(&Gvr::core("endpoints"), Some("default"), svc);
+            if pred(&eps)
+                && let Ok(endpoints) = endpoints
+            {
                 return (slice.value(), endpoints.value());
             }
         }

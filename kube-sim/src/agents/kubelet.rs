@@ -105,6 +105,35 @@ fn node_net(n: &StoredObject) -> NodeNet {
     NodeNet { ip, pod_prefix }
 }
 
+/// One version of a pod with its JSON decoded once for the whole step: the store keeps objects only as JSON,
+/// and a step reads the pod in several places.
+struct DecodedPod<'a> {
+    stored: &'a StoredObject,
+    value: Value,
+}
+
+impl<'a> DecodedPod<'a> {
+    fn new(stored: &'a StoredObject) -> Self {
+        Self {
+            stored,
+            value: stored.value(),
+        }
+    }
+
+    /// The decoded object (shadows [`StoredObject::value`], which decodes again).
+    fn value(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl std::ops::Deref for DecodedPod<'_> {
+    type Target = StoredObject;
+
+    fn deref(&self) -> &StoredObject {
+        self.stored
+    }
+}
+
 impl Agent for Kubelet {
     fn pass(&mut self, store: &Store) -> Option<Duration> {
         Kubelet::pass(self, store)
@@ -255,8 +284,9 @@ impl Kubelet {
             let Some(pod) = self.cache.maps[PODS].get(&key).cloned() else {
                 continue;
             };
+            let pod = DecodedPod::new(&pod);
             let value = pod.value();
-            let Some(net) = node_name(&value).and_then(|n| self.nodes.get(n)).cloned() else {
+            let Some(net) = node_name(value).and_then(|n| self.nodes.get(n)).cloned() else {
                 self.tracks.remove(pod.uid());
                 continue;
             };
@@ -274,7 +304,7 @@ impl Kubelet {
                     self.timers.insert((at, key.clone()));
                     self.timer_of.insert(key.clone(), at);
                 }
-                None if phase(&value) == "Running" && !is_terminating(&value) => {
+                None if phase(value) == "Running" && !is_terminating(value) => {
                     self.parked.insert(key.clone());
                 }
                 None => {}
@@ -291,12 +321,12 @@ impl Kubelet {
     fn step(
         &mut self,
         store: &Store,
-        pod: &StoredObject,
+        pod: &DecodedPod<'_>,
         net: &NodeNet,
         tr: &mut Track,
         now_i: Instant,
     ) -> Option<Instant> {
-        let v = &pod.value();
+        let v = pod.value();
         let placement = self.runtime.as_ref().map_or(Placement::Hollow, |rt| rt.placement(v));
         if placement == Placement::Process
             && let Some(rt) = self.runtime.clone()
@@ -419,13 +449,13 @@ impl Kubelet {
     fn step_process(
         &mut self,
         store: &Store,
-        pod: &StoredObject,
+        pod: &DecodedPod<'_>,
         net: &NodeNet,
         tr: &mut Track,
         rt: &ProcessRuntime,
         now_i: Instant,
     ) -> Option<Instant> {
-        let v = &pod.value();
+        let v = pod.value();
         if tr.killed {
             return None;
         }
@@ -456,7 +486,7 @@ impl Kubelet {
     }
 
     /// The final `DELETE` (grace 0) of a pod whose containers stopped.
-    fn delete_now(&mut self, store: &Store, pod: &StoredObject, tr: &mut Track) -> Option<Instant> {
+    fn delete_now(&mut self, store: &Store, pod: &DecodedPod<'_>, tr: &mut Track) -> Option<Instant> {
         let opts = DeleteOptions {
             grace_period_seconds: Some(0),
             precondition_uid: Some(pod.uid().to_string()),
@@ -497,7 +527,7 @@ impl Kubelet {
     }
 
     /// Graceful deletion: after `min(grace, kill_delay)`, terminal status, then `DELETE` with grace 0.
-    fn kill(&mut self, store: &Store, pod: &StoredObject, tr: &mut Track, now_i: Instant) -> Option<Instant> {
+    fn kill(&mut self, store: &Store, pod: &DecodedPod<'_>, tr: &mut Track, now_i: Instant) -> Option<Instant> {
         if tr.killed {
             return None;
         }
@@ -508,8 +538,8 @@ impl Kubelet {
         if now_i < at {
             return Some(at);
         }
-        if !is_terminal(&value) {
-            let code = annotation(&value, ANN_EXIT_CODE)
+        if !is_terminal(value) {
+            let code = annotation(value, ANN_EXIT_CODE)
                 .and_then(|c| c.trim().parse::<i32>().ok())
                 .unwrap_or(0);
             let reason = if code == 0 { "Completed" } else { "Error" };
@@ -527,8 +557,8 @@ impl Kubelet {
     }
 
     /// Records the start of every app container in its log.
-    fn log_started(&self, pod: &StoredObject) {
-        for c in containers(&pod.value(), "containers") {
+    fn log_started(&self, pod: &DecodedPod<'_>) {
+        for c in containers(pod.value(), "containers") {
             let name = c["name"].as_str().unwrap_or_default();
             let image = c["image"].as_str().unwrap_or_default();
             let line = format!("kube-sim: started container {name} (image {image:?}, hollow: no process runs)");
@@ -537,8 +567,8 @@ impl Kubelet {
     }
 
     /// Records how every app container exited in its log.
-    fn log_stopped(&self, pod: &StoredObject, code: i32, reason: &str) {
-        for c in containers(&pod.value(), "containers") {
+    fn log_stopped(&self, pod: &DecodedPod<'_>, code: i32, reason: &str) {
+        for c in containers(pod.value(), "containers") {
             let name = c["name"].as_str().unwrap_or_default();
             let line = format!("kube-sim: container {name} exited with code {code} ({reason})");
             self.config.pod_logs.container_stopped(pod.uid(), name, &line);
@@ -546,7 +576,7 @@ impl Kubelet {
     }
 
     /// Writes `status` (merge patch on `/status`, guarded by the RV); true on success.
-    fn write(&mut self, store: &Store, pod: &StoredObject, status: Value) -> bool {
+    fn write(&mut self, store: &Store, pod: &DecodedPod<'_>, status: Value) -> bool {
         let current = pod.value();
         if status == current["status"] {
             return true;
@@ -660,8 +690,8 @@ impl Kubelet {
     }
 
     /// Status of a pod whose containers are (re)started and running.
-    fn running(&mut self, pod: &StoredObject, net: &NodeNet, ready: bool) -> Value {
-        let v = &pod.value();
+    fn running(&mut self, pod: &DecodedPod<'_>, net: &NodeNet, ready: bool) -> Value {
+        let v = pod.value();
         let mut st = self.base_status(v, net);
         st.insert("phase".into(), json!("Running"));
         let ts = now();
@@ -694,8 +724,8 @@ impl Kubelet {
     }
 
     /// Status of a pod whose image cannot be pulled (`ErrImagePull` / `ImagePullBackOff`).
-    fn pull_failed(&mut self, pod: &StoredObject, net: &NodeNet, reason: &str) -> Value {
-        let v = &pod.value();
+    fn pull_failed(&mut self, pod: &DecodedPod<'_>, net: &NodeNet, reason: &str) -> Value {
+        let v = pod.value();
         let mut st = self.base_status(v, net);
         st.insert("phase".into(), json!("Pending"));
         let statuses: Vec<Value> = containers(v, "containers")
@@ -718,8 +748,8 @@ impl Kubelet {
     }
 
     /// Status of a pod whose containers crashed and wait in CrashLoopBackOff.
-    fn crashed(&mut self, pod: &StoredObject, code: i32, oom: bool) -> Value {
-        let v = &pod.value();
+    fn crashed(&mut self, pod: &DecodedPod<'_>, code: i32, oom: bool) -> Value {
+        let v = pod.value();
         let mut st = v["status"].as_object().cloned().unwrap_or_default();
         let ts = now();
         let old: Vec<Value> = v["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
@@ -748,8 +778,8 @@ impl Kubelet {
     }
 
     /// Status of a pod whose containers all exited: `phase` Succeeded or Failed.
-    fn terminated(&mut self, pod: &StoredObject, phase: &str, code: i32, reason: &str) -> Value {
-        let v = &pod.value();
+    fn terminated(&mut self, pod: &DecodedPod<'_>, phase: &str, code: i32, reason: &str) -> Value {
+        let v = pod.value();
         let mut st = v["status"].as_object().cloned().unwrap_or_default();
         st.insert("phase".into(), json!(phase));
         let ts = now();

@@ -36,6 +36,7 @@ mod hooks;
 mod job;
 mod kubelet;
 mod nodes;
+mod pod_facts;
 mod process_status;
 pub mod quantity;
 mod replicaset;

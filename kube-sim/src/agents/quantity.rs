@@ -100,21 +100,40 @@ impl Resources {
 /// The scheduling requests of a pod spec: the sum over containers (a missing request defaults to the limit),
 /// raised to the largest init container, plus `pods: 1`.
 pub fn pod_requests(spec: &Value) -> Resources {
-    let container = |c: &Value| {
-        let mut r = Resources::from_json(&c["resources"]["limits"]);
-        for (k, v) in Resources::from_json(&c["resources"]["requests"]).0 {
+    let resources = |list: &str| {
+        spec[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| &c["resources"])
+            .collect::<Vec<_>>()
+    };
+    requests_from(resources("containers"), resources("initContainers"), &spec["overhead"])
+}
+
+/// [`pod_requests`] from the parts of a pod spec it reads: the `resources` of each app and init container and
+/// `overhead` (for readers that decode only those).
+pub fn requests_from<'a>(
+    containers: impl IntoIterator<Item = &'a Value>,
+    init_containers: impl IntoIterator<Item = &'a Value>,
+    overhead: &Value,
+) -> Resources {
+    // A container's request defaults to its limit.
+    let container = |resources: &Value| {
+        let mut r = Resources::from_json(&resources["limits"]);
+        for (k, v) in Resources::from_json(&resources["requests"]).0 {
             r.0.insert(k, v);
         }
         r
     };
     let mut total = Resources::default();
-    for c in spec["containers"].as_array().into_iter().flatten() {
+    for c in containers {
         total.add(&container(c));
     }
-    for c in spec["initContainers"].as_array().into_iter().flatten() {
+    for c in init_containers {
         total.max_with(&container(c));
     }
-    total.add(&Resources::from_json(&spec["overhead"]));
+    total.add(&Resources::from_json(overhead));
     *total.0.entry("pods".into()).or_insert(0) += 1000;
     total
 }

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::pod_facts::PodFacts;
 use super::quantity::{Resources, pod_requests};
 use super::{
-    ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, Agent, Cache, Key, VOLCANO_SCHEDULER, annotation, is_terminal,
-    is_terminating, node_name, set_condition, status_patch,
+    ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, Agent, Cache, Key, VOLCANO_SCHEDULER, annotation, is_terminal, node_name,
+    set_condition, status_patch,
 };
 use crate::config::AgentConfig;
 use crate::kinds::Gvr;
@@ -52,6 +53,8 @@ pub(super) struct Scheduler {
     pending: BTreeMap<(String, String, String), Arc<StoredObject>>,
     /// PodGroup → keys of the pods naming it.
     members: HashMap<GroupKey, BTreeSet<Key>>,
+    /// What the indexes above last read of each pod (the version in the cache).
+    facts: HashMap<Key, PodFacts>,
     /// Requests reserved on `nodes` during the current pass (undone at its end: the binds come back through the
     /// feed).
     reserved: Vec<(usize, Resources)>,
@@ -84,10 +87,6 @@ fn group_key(p: &StoredObject, pod: &Value) -> Option<GroupKey> {
     group_of(pod).map(|g| (p.namespace().unwrap_or_default().to_string(), g.to_string()))
 }
 
-fn is_pending(pod: &Value) -> bool {
-    node_name(pod).is_none() && !is_terminating(pod) && !is_terminal(pod)
-}
-
 fn scheduler_name(pod: &Value) -> &str {
     pod["spec"]["schedulerName"].as_str().unwrap_or("")
 }
@@ -101,6 +100,11 @@ fn creation_key(o: &StoredObject, pod: &Value) -> (String, String, String) {
         o.namespace().unwrap_or_default().to_string(),
         o.name().to_string(),
     )
+}
+
+/// A pending pod's place in the queue: creation time, then namespace and name (as [`creation_key`]).
+fn pending_key(key: &Key, facts: &PodFacts) -> (String, String, String) {
+    (facts.created.clone(), key.0.clone(), key.1.clone())
 }
 
 fn selector_matches(pod: &Value, labels: &Value) -> bool {
@@ -153,6 +157,7 @@ impl Scheduler {
             placed: HashMap::new(),
             pending: BTreeMap::new(),
             members: HashMap::new(),
+            facts: HashMap::new(),
             reserved: Vec::new(),
         }
     }
@@ -162,7 +167,7 @@ impl Scheduler {
         for ch in self.cache.sync() {
             match ch.kind {
                 NODES => self.nodes_dirty = true,
-                PODS => self.pod_changed(&ch.key, ch.old.as_deref(), ch.new.as_ref()),
+                PODS => self.pod_changed(&ch.key, ch.new.as_ref()),
                 _ => {}
             }
         }
@@ -195,20 +200,16 @@ impl Scheduler {
         }
     }
 
-    fn pod_changed(&mut self, key: &Key, old: Option<&StoredObject>, new_arc: Option<&Arc<StoredObject>>) {
-        let new = new_arc.map(Arc::as_ref);
-        // Each version is decoded once here (the store keeps only their JSON).
-        let old_value = old.map(StoredObject::value);
-        let new_value = new.map(StoredObject::value);
+    fn pod_changed(&mut self, key: &Key, new_arc: Option<&Arc<StoredObject>>) {
+        // The previous version's facts were read when it arrived; only the new version is read here.
+        let old = self.facts.remove(key);
+        let new = new_arc.map(|p| PodFacts::of(p));
         // Node usage.
-        let now_placed = new_value
+        let now_placed = new
             .as_ref()
-            .and_then(|p| node_name(p).filter(|_| !is_terminal(p)).map(str::to_string));
-        let unchanged = match (self.placed.get(key), &now_placed, &old_value, &new_value) {
-            (Some((n, _)), Some(m), Some(o), Some(p)) => n == m && o["spec"] == p["spec"],
-            _ => false,
-        };
-        if !unchanged {
+            .filter(|p| !p.terminal)
+            .and_then(|p| p.node.clone().map(|n| (n, p.requests.clone())));
+        if self.placed.get(key) != now_placed.as_ref() {
             if let Some((n, r)) = self.placed.remove(key) {
                 if let Some(u) = self.usage.get_mut(&n) {
                     u.sub(&r);
@@ -217,8 +218,7 @@ impl Scheduler {
                     self.nodes[*i].free.add(&r);
                 }
             }
-            if let (Some(n), Some(p)) = (now_placed, &new_value) {
-                let r = pod_requests(&p["spec"]);
+            if let Some((n, r)) = now_placed {
                 self.usage.entry(n.clone()).or_default().add(&r);
                 if let Some(i) = self.node_index.get(&n) {
                     self.nodes[*i].free.sub(&r);
@@ -227,20 +227,21 @@ impl Scheduler {
             }
         }
         // Pending pods.
-        if let (Some(o), Some(ov)) = (old, &old_value)
-            && is_pending(ov)
+        if let Some(o) = &old
+            && o.is_pending()
         {
-            self.pending.remove(&creation_key(o, ov));
+            self.pending.remove(&pending_key(key, o));
         }
         // The change's own object, not the cache's: a later change in the same batch may have removed it.
-        if let (Some(p), Some(pv)) = (new_arc, &new_value)
-            && is_pending(pv)
+        if let (Some(p), Some(facts)) = (new_arc, &new)
+            && facts.is_pending()
         {
-            self.pending.insert(creation_key(p, pv), Arc::clone(p));
+            self.pending.insert(pending_key(key, facts), Arc::clone(p));
         }
         // PodGroup members.
-        let og = old.zip(old_value.as_ref()).and_then(|(o, v)| group_key(o, v));
-        let ng = new.zip(new_value.as_ref()).and_then(|(p, v)| group_key(p, v));
+        let group_key = |f: &PodFacts| f.group.as_ref().map(|g| (key.0.clone(), g.clone()));
+        let og = old.as_ref().and_then(group_key);
+        let ng = new.as_ref().and_then(group_key);
         if og != ng || new.is_none() {
             if let Some(g) = og
                 && let Some(set) = self.members.get_mut(&g)
@@ -250,9 +251,12 @@ impl Scheduler {
                     self.members.remove(&g);
                 }
             }
-            if let (Some(g), Some(_)) = (ng, new) {
+            if let (Some(g), Some(_)) = (ng, &new) {
                 self.members.entry(g).or_default().insert(key.clone());
             }
+        }
+        if let Some(facts) = new {
+            self.facts.insert(key.clone(), facts);
         }
     }
 
@@ -298,7 +302,7 @@ impl Scheduler {
             }
             let req = pod_requests(&value["spec"]);
             match self.place(&mut nodes, &value, &req) {
-                Ok(i) => bind(store, pod, &nodes[i].name),
+                Ok(i) => bind(store, pod, &value, &nodes[i].name),
                 Err(msg) => mark_unschedulable(store, pod, "Unschedulable", &msg),
             }
         }
@@ -404,7 +408,7 @@ impl Scheduler {
                                 *nodes = scratch;
                                 queue_used.insert(queue.clone(), total);
                                 for (p, i) in waiting.iter().zip(targets) {
-                                    bind(store, p, &nodes[i].name);
+                                    bind(store, p, &p.value(), &nodes[i].name);
                                 }
                                 just_bound = waiting.len();
                             }
@@ -517,8 +521,9 @@ impl Scheduler {
     }
 }
 
-/// Binds `pod` to `node` (like `POST pods/{name}/binding`): sets `spec.nodeName`, then `PodScheduled=True`.
-fn bind(store: &Store, pod: &StoredObject, node: &str) {
+/// Binds `pod` (`value` is its decoded JSON) to `node` (like `POST pods/{name}/binding`): sets
+/// `spec.nodeName`, then `PodScheduled=True`.
+fn bind(store: &Store, pod: &StoredObject, value: &Value, node: &str) {
     let body = json!({"metadata": {"resourceVersion": pod.rv.to_string()}, "spec": {"nodeName": node}});
     let bound = match store.patch(
         &Gvr::pods(),
@@ -534,10 +539,8 @@ fn bind(store: &Store, pod: &StoredObject, node: &str) {
             return;
         }
     };
-    let mut conds: Vec<Value> = bound.value()["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    // The bind wrote only the spec: the status conditions are still those of `value`.
+    let mut conds: Vec<Value> = value["status"]["conditions"].as_array().cloned().unwrap_or_default();
     set_condition(&mut conds, "PodScheduled", "True", None, None);
     let body = json!({"metadata": {"resourceVersion": bound.rv.to_string()}, "status": {"conditions": conds}});
     if let Err(e) = store.patch(

@@ -374,6 +374,8 @@ impl Inner {
         subresource: Option<&str>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         check_type_meta(info, &mut new)?;
+        // Decoded once: every check below reads the stored version (the store keeps only its JSON).
+        let old_value = old.value();
         let name = old.name().to_string();
         let target = info.target(&name);
         if let Some(ns) = meta_str(&new, "namespace")
@@ -401,7 +403,7 @@ impl Inner {
             ));
         }
         if subresource == Some("status") {
-            let mut base = old.value();
+            let mut base = old_value.clone();
             base["status"] = new.get("status").cloned().unwrap_or(Value::Null);
             if base["status"].is_null() {
                 o_remove_status(&mut base);
@@ -420,13 +422,13 @@ impl Inner {
             }
             new = base;
         } else if info.status_subresource {
-            match old.value().get("status") {
+            match old_value.get("status") {
                 Some(s) => new["status"] = s.clone(),
                 None => o_remove_status(&mut new),
             }
         }
         {
-            let old_meta = &old.value()["metadata"];
+            let old_meta = &old_value["metadata"];
             let meta = meta_mut(&mut new);
             for f in [
                 "uid",
@@ -454,8 +456,8 @@ impl Inner {
         if !errs.is_empty() {
             return Err(ApiError::invalid(target, &errs));
         }
-        if is_terminating(&old.value()) {
-            let before = finalizers(&old.value());
+        if is_terminating(&old_value) {
+            let before = finalizers(&old_value);
             if finalizers(&new).iter().any(|f| !before.contains(f)) {
                 return Err(ApiError::invalid(
                     target,
@@ -466,15 +468,15 @@ impl Inner {
                 ));
             }
         }
-        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut new, Some(&old.value()))?;
+        crate::crd_schema::admit_write(info, config.validate_custom_resources, &mut new, Some(&old_value))?;
         if subresource.is_none() {
-            self.prepare_update(info, old, &mut new)?;
-            if spec_diff(info, &old.value(), &new) {
+            self.prepare_update(info, old, &old_value, &mut new)?;
+            if spec_diff(info, &old_value, &new) {
                 bump_generation(&mut new);
             }
         }
         meta_mut(&mut new).insert("resourceVersion".into(), json!(old.rv.to_string()));
-        if new == old.value() {
+        if new == old_value {
             return Ok(old.clone());
         }
         let key = scope_key(info, old.namespace(), &name)?;
@@ -482,6 +484,7 @@ impl Inner {
             // D-3: upstream aborts the update and deletes the last stored state: only DELETED is emitted.
             return Ok(self.remove(config, info, key, old.clone()));
         }
+        let terminating = is_terminating(&new);
         let updated = self.commit(
             info,
             key.clone(),
@@ -495,7 +498,7 @@ impl Inner {
                 self.register(Arc::new(r), config.channel_capacity);
             }
         }
-        if is_terminating(&updated.value()) {
+        if terminating {
             let _ = self.gc_tx.send(GcTask::Recheck(updated.uid().to_string()));
         }
         Ok(updated)
@@ -505,6 +508,7 @@ impl Inner {
         &mut self,
         info: &ResourceInfo,
         old: &Arc<StoredObject>,
+        old_value: &Value,
         new: &mut Value,
     ) -> Result<(), ApiError> {
         if info.custom {
@@ -512,7 +516,7 @@ impl Inner {
         }
         let name = old.name().to_string();
         if apps::is_workload(info) {
-            apps::validate_update(info, &name, &old.value(), new)?;
+            apps::validate_update(info, &name, old_value, new)?;
             apps::default_workload(info, new);
             return Ok(());
         }
@@ -525,7 +529,7 @@ impl Inner {
         match (info.gvr.group.as_str(), info.gvr.resource.as_str()) {
             ("", "pods") => {
                 default_pod(new);
-                let old_spec = &old.value()["spec"];
+                let old_spec = &old_value["spec"];
                 let new_spec = &new["spec"];
                 if pod_spec_mutable_view(old_spec) != pod_spec_mutable_view(new_spec) {
                     return Err(ApiError::invalid(
@@ -538,20 +542,17 @@ impl Inner {
                 }
             }
             ("", "services") => {
-                let old_ip = old.value()["spec"]["clusterIP"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+                let old_ip = old_value["spec"]["clusterIP"].as_str().unwrap_or_default().to_string();
                 match new["spec"]["clusterIP"].as_str() {
                     Some(ip) if !ip.is_empty() && ip != old_ip => return Err(immutable("spec.clusterIP", &json!(ip))),
                     _ => {}
                 }
-                default_service(new, Some(&old.value()), &old_ip);
+                default_service(new, Some(old_value), &old_ip);
             }
             ("networking.k8s.io", "networkpolicies") => default_network_policy(new),
             ("batch", "jobs") => {
                 for f in ["template", "selector", "completionMode"] {
-                    let (o, n) = (&old.value()["spec"][f], &new["spec"][f]);
+                    let (o, n) = (&old_value["spec"][f], &new["spec"][f]);
                     if !n.is_null() && o != n {
                         return Err(immutable(&format!("spec.{f}"), n));
                     }
@@ -561,7 +562,7 @@ impl Inner {
                 }
             }
             ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings")
-                if old.value()["roleRef"] != new["roleRef"] =>
+                if old_value["roleRef"] != new["roleRef"] =>
             {
                 return Err(ApiError::invalid(
                     info.target(&name),
@@ -573,7 +574,7 @@ impl Inner {
                 ));
             }
             ("", "namespaces") if new["spec"].is_null() => {
-                new["spec"] = old.value()["spec"].clone();
+                new["spec"] = old_value["spec"].clone();
             }
             _ => {}
         }

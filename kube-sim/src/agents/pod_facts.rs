@@ -1,0 +1,206 @@
+//! What the hollow scheduler's indexes read of one pod version, decoded straight from the stored JSON.
+//!
+//! The store keeps objects only as JSON, and the scheduler sees every version of every pod (creation, binding,
+//! each kubelet status write). Decoding each into a whole `serde_json::Value` to read a handful of fields was
+//! most of the simulator's CPU at thousands of pods; this reads just those fields.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::quantity::{Resources, pod_requests, requests_from};
+use super::{ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, annotation, is_terminal, is_terminating, node_name};
+use crate::store::StoredObject;
+
+/// The fields of a pod version that the scheduler's indexes (node usage, pending queue, PodGroup members)
+/// depend on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct PodFacts {
+    /// `spec.nodeName`, when set and not empty.
+    pub node: Option<String>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// `status.phase` is `Succeeded` or `Failed`.
+    pub terminal: bool,
+    /// `metadata.creationTimestamp` (empty when missing).
+    pub created: String,
+    /// The PodGroup the pod names (`scheduling.k8s.io/group-name`, else Volcano's annotation).
+    pub group: Option<String>,
+    /// The pod's scheduling requests ([`pod_requests`]).
+    pub requests: Resources,
+}
+
+impl PodFacts {
+    /// Reads the facts of `pod` from its JSON; a document that does not have the expected shape is decoded
+    /// whole and read the way the rest of the simulator reads pods.
+    pub fn of(pod: &StoredObject) -> Self {
+        match serde_json::from_slice::<PodView>(&pod.json) {
+            Ok(view) => view.into_facts(),
+            Err(_) => Self::from_value(&pod.value()),
+        }
+    }
+
+    /// Reads the facts from a decoded pod.
+    pub fn from_value(pod: &Value) -> Self {
+        Self {
+            node: node_name(pod).map(str::to_string),
+            terminating: is_terminating(pod),
+            terminal: is_terminal(pod),
+            created: pod["metadata"]["creationTimestamp"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            group: annotation(pod, ANN_GROUP_NAME)
+                .or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
+                .map(str::to_string),
+            requests: pod_requests(&pod["spec"]),
+        }
+    }
+
+    /// Unbound and live: waiting for a node.
+    pub fn is_pending(&self) -> bool {
+        self.node.is_none() && !self.terminating && !self.terminal
+    }
+}
+
+/// The parts of a pod document [`PodFacts`] reads; everything else is skipped unparsed.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PodView {
+    metadata: MetaView,
+    spec: SpecView,
+    status: StatusView,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct MetaView {
+    creation_timestamp: Option<String>,
+    /// `Some` when present and not null.
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+    annotations: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SpecView {
+    node_name: Option<String>,
+    containers: Option<Vec<ContainerView>>,
+    init_containers: Option<Vec<ContainerView>>,
+    overhead: Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ContainerView {
+    resources: Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StatusView {
+    phase: Option<String>,
+}
+
+impl PodView {
+    fn into_facts(self) -> PodFacts {
+        let annotation = |key: &str| {
+            self.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_str)
+        };
+        let group = annotation(ANN_GROUP_NAME)
+            .or_else(|| annotation(ANN_VOLCANO_GROUP_NAME))
+            .map(str::to_string);
+        let requests = requests_from(
+            resources_of(&self.spec.containers),
+            resources_of(&self.spec.init_containers),
+            &self.spec.overhead,
+        );
+        PodFacts {
+            node: self.spec.node_name.filter(|n| !n.is_empty()),
+            terminating: self.metadata.deletion_timestamp.is_some(),
+            terminal: matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed")),
+            created: self.metadata.creation_timestamp.unwrap_or_default(),
+            group,
+            requests,
+        }
+    }
+}
+
+/// The `resources` of each container of a list.
+fn resources_of(list: &Option<Vec<ContainerView>>) -> impl Iterator<Item = &Value> {
+    list.iter().flatten().map(|c| &c.resources)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn stored(pod: Value) -> std::sync::Arc<StoredObject> {
+        StoredObject::new(pod, 7)
+    }
+
+    /// The typed read agrees with reading the decoded document, field by field, over the shapes pods take.
+    #[test]
+    fn typed_read_matches_the_decoded_document() {
+        let pods = [
+            json!({"metadata": {"name": "a", "namespace": "ns"}}),
+            json!({
+                "metadata": {"name": "b", "namespace": "ns", "creationTimestamp": "2026-11-28T00:00:00Z",
+                             "annotations": {ANN_VOLCANO_GROUP_NAME: "pg-v", "other": "x"}},
+                "spec": {"nodeName": "", "containers": [
+                    {"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "500m"}}},
+                    {"name": "d"}],
+                    "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
+                    "overhead": {"memory": "10Mi"}},
+                "status": {"phase": "Pending"},
+            }),
+            json!({
+                "metadata": {"name": "c", "namespace": "ns", "deletionTimestamp": "2026-11-28T00:00:01Z",
+                             "annotations": {ANN_GROUP_NAME: "pg", ANN_VOLCANO_GROUP_NAME: "pg-v"}},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "c", "resources": {"requests": {"cpu": 1}}}]},
+                "status": {"phase": "Succeeded"},
+            }),
+            json!({"metadata": {"name": "d", "deletionTimestamp": null}, "spec": {"nodeName": "n"},
+                   "status": {"phase": "Failed"}}),
+        ];
+        for pod in pods {
+            let object = stored(pod.clone());
+            let typed = serde_json::from_slice::<PodView>(&object.json)
+                .expect("a pod document reads as the view")
+                .into_facts();
+            assert_eq!(typed, PodFacts::from_value(&object.value()), "{pod}");
+        }
+    }
+
+    #[test]
+    fn facts_of_a_pod() {
+        let facts = PodFacts::of(&stored(json!({
+            "metadata": {"name": "b", "namespace": "ns", "creationTimestamp": "t0",
+                         "annotations": {ANN_GROUP_NAME: "pg"}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+        })));
+        assert_eq!(facts.node, None);
+        assert!(facts.is_pending());
+        assert_eq!(facts.created, "t0");
+        assert_eq!(facts.group.as_deref(), Some("pg"));
+        assert_eq!(facts.requests.get("cpu"), 500);
+        assert_eq!(facts.requests.get("pods"), 1000);
+    }
+
+    /// A document whose fields have unexpected types still gives the facts the decoded reading gives.
+    #[test]
+    fn an_unexpected_shape_falls_back_to_the_decoded_document() {
+        let object = stored(json!({
+            "metadata": {"name": "x", "annotations": {ANN_GROUP_NAME: 5}},
+            "spec": {"nodeName": 3, "containers": "not a list"},
+            "status": {"phase": "Running"},
+        }));
+        assert!(serde_json::from_slice::<PodView>(&object.json).is_err());
+        assert_eq!(PodFacts::of(&object), PodFacts::from_value(&object.value()));
+    }
+}
