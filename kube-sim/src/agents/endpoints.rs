@@ -3,13 +3,15 @@
 //! legacy `v1` Endpoints), for hollow and process pods alike.
 //!
 //! Work is per Service: a pod change marks the Services of its namespace that select it (before or after the
-//! change); a pass recomputes each marked Service once and writes only what differs.
+//! change, found through [`ServiceSelection`]); a pass recomputes each marked Service once from the pods it
+//! selects and writes only what differs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::service_selection::{ServiceSelection, selector_matches_with};
 use super::{Agent, Cache, Key, condition_true, is_terminal, is_terminating, node_name};
 use crate::kinds::Gvr;
 use crate::store::{DeleteOptions, Store, StoredObject};
@@ -49,9 +51,9 @@ pub(super) struct EndpointsController {
     dirty: BTreeSet<Key>,
     /// Names of the managed EndpointSlices per Service.
     slices_of: BTreeMap<Key, BTreeSet<String>>,
-    /// `spec.selector` of every Service, decoded once per Service change (pods are matched by their indexed
-    /// labels, so a pod change decodes nothing).
-    selectors: BTreeMap<Key, Value>,
+    /// Every Service's selector (decoded once per Service change) and the pods each selects (matched by their
+    /// indexed labels, so a pod change decodes nothing).
+    selection: ServiceSelection,
 }
 
 impl EndpointsController {
@@ -60,39 +62,27 @@ impl EndpointsController {
             cache: Cache::new(store, &[Gvr::services(), Gvr::pods(), endpoint_slices(), endpoints()]),
             dirty: BTreeSet::new(),
             slices_of: BTreeMap::new(),
-            selectors: BTreeMap::new(),
+            selection: ServiceSelection::default(),
         }
     }
 
     fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
         match kind {
             SERVICES => {
-                match new {
-                    Some(svc) => self
-                        .selectors
-                        .insert(key.clone(), svc.value()["spec"]["selector"].take()),
-                    None => self.selectors.remove(key),
-                };
+                let ns = &key.0;
+                let pods = self.cache.maps[PODS]
+                    .range((ns.clone(), String::new())..)
+                    .take_while(|(k, _)| &k.0 == ns)
+                    .map(|(k, p)| (k, p.as_ref()));
+                let selector = new.map(|svc| svc.value()["spec"]["selector"].take());
+                self.selection.service_changed(key, selector, pods);
                 self.dirty.insert(key.clone());
             }
             ENDPOINTS => {
                 self.dirty.insert(key.clone());
             }
             PODS => {
-                let ns = &key.0;
-                let selects = |selector: &Value| {
-                    [old, new]
-                        .into_iter()
-                        .flatten()
-                        .any(|pod| selector_matches_labels(selector, pod))
-                };
-                let hits: Vec<Key> = self
-                    .selectors
-                    .range((ns.clone(), String::new())..)
-                    .take_while(|(k, _)| &k.0 == ns)
-                    .filter(|(_, selector)| selects(selector))
-                    .map(|(k, _)| k.clone())
-                    .collect();
+                let hits = self.selection.pod_changed(key, old, new);
                 self.dirty.extend(hits);
             }
             _ => {
@@ -128,12 +118,11 @@ impl EndpointsController {
             return true;
         };
         let svc_value = svc.value();
-        let selector = &svc_value["spec"]["selector"];
-        let pods: Vec<&StoredObject> = self.cache.maps[PODS]
-            .range((ns.clone(), String::new())..)
-            .take_while(|(k, _)| &k.0 == ns)
-            .map(|(_, p)| p.as_ref())
-            .filter(|p| selector_matches_labels(selector, p))
+        let pods: Vec<&StoredObject> = self
+            .selection
+            .members(key)
+            .filter_map(|k| self.cache.maps[PODS].get(k))
+            .map(AsRef::as_ref)
             .filter(|p| {
                 let value = p.value();
                 !is_terminal(&value) && pod_ip(&value).is_some()
@@ -234,20 +223,6 @@ fn has_selector(svc: &Value) -> bool {
 pub fn selector_matches(selector: &Value, pod: &Value) -> bool {
     let labels = &pod["metadata"]["labels"];
     selector_matches_with(selector, |k| labels[k].as_str())
-}
-
-/// [`selector_matches`] on a stored pod, read from its indexed labels (no decoding).
-fn selector_matches_labels(selector: &Value, pod: &StoredObject) -> bool {
-    selector_matches_with(selector, |k| pod.label(k))
-}
-
-/// Whether a non-empty Service selector matches the labels read through `label` (a key's value, if set).
-fn selector_matches_with<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
-    let Some(sel) = selector.as_object().filter(|m| !m.is_empty()) else {
-        return false;
-    };
-    sel.iter()
-        .all(|(k, v)| label(k) == v.as_str() && (v.is_string() || v.is_null()))
 }
 
 fn pod_ip(pod: &Value) -> Option<&str> {
@@ -485,6 +460,7 @@ mod tests {
 
     #[test]
     fn selectors_on_stored_pods_read_the_indexed_labels_like_the_decoded_ones() {
+        use super::super::service_selection::selector_matches_labels;
         let value = json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"a": "1", "b": "2"}}});
         let stored = StoredObject::new(value.clone(), 7);
         for selector in [

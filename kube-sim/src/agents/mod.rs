@@ -41,6 +41,7 @@ mod process_status;
 pub mod quantity;
 mod replicaset;
 mod scheduler;
+mod service_selection;
 pub mod statefulset;
 mod workload;
 

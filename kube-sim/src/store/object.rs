@@ -129,6 +129,11 @@ impl StoredObject {
             .map(|i| labels[i].1.as_ref())
     }
 
+    /// Every label (`metadata.labels` with string values), sorted by key.
+    pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.meta.labels.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
+    }
+
     /// The `uid` of each owner reference.
     pub fn owner_uids(&self) -> impl Iterator<Item = &str> {
         self.meta.owners.iter().map(|o| o.uid.as_ref())
