@@ -113,6 +113,7 @@ struct DecodedPod<'a> {
 }
 
 impl<'a> DecodedPod<'a> {
+    /// Decodes `stored`.
     fn new(stored: &'a StoredObject) -> Self {
         Self {
             stored,

@@ -4,7 +4,10 @@
 //! each kubelet status write). Decoding each into a whole `serde_json::Value` to read a handful of fields was
 //! most of the simulator's CPU at thousands of pods; this reads just those fields.
 
+use std::marker::PhantomData;
+
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::quantity::{Resources, pod_requests, requests_from};
@@ -62,15 +65,47 @@ impl PodFacts {
     }
 }
 
+/// `T` read only from a JSON object. serde's derived struct readers also accept an array (fields in order);
+/// the simulator's other readers see nothing in an array where an object belongs, so neither may this one:
+/// anything else is an error, and [`PodFacts::of`] then reads the decoded document instead.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+
+        deserializer.deserialize_map(ObjectVisitor(PhantomData)).map(ObjectOnly)
+    }
+}
+
+impl<T: Default> Default for ObjectOnly<T> {
+    fn default() -> Self {
+        Self(T::default())
+    }
+}
+
 /// The parts of a pod document [`PodFacts`] reads; everything else is skipped unparsed.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct PodView {
-    metadata: MetaView,
-    spec: SpecView,
-    status: StatusView,
+    metadata: ObjectOnly<MetaView>,
+    spec: ObjectOnly<SpecView>,
+    status: ObjectOnly<StatusView>,
 }
 
+/// The read parts of `metadata`.
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct MetaView {
@@ -80,21 +115,24 @@ struct MetaView {
     annotations: Option<serde_json::Map<String, Value>>,
 }
 
+/// The read parts of `spec`.
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct SpecView {
     node_name: Option<String>,
-    containers: Option<Vec<ContainerView>>,
-    init_containers: Option<Vec<ContainerView>>,
+    containers: Option<Vec<ObjectOnly<ContainerView>>>,
+    init_containers: Option<Vec<ObjectOnly<ContainerView>>>,
     overhead: Value,
 }
 
+/// The read part of a container.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct ContainerView {
     resources: Value,
 }
 
+/// The read part of `status`.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct StatusView {
@@ -103,8 +141,9 @@ struct StatusView {
 
 impl PodView {
     fn into_facts(self) -> PodFacts {
+        let (metadata, spec, status) = (self.metadata.0, self.spec.0, self.status.0);
         let annotation = |key: &str| {
-            self.metadata
+            metadata
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(key))
@@ -114,15 +153,15 @@ impl PodView {
             .or_else(|| annotation(ANN_VOLCANO_GROUP_NAME))
             .map(str::to_string);
         let requests = requests_from(
-            resources_of(&self.spec.containers),
-            resources_of(&self.spec.init_containers),
-            &self.spec.overhead,
+            resources_of(&spec.containers),
+            resources_of(&spec.init_containers),
+            &spec.overhead,
         );
         PodFacts {
-            node: self.spec.node_name.filter(|n| !n.is_empty()),
-            terminating: self.metadata.deletion_timestamp.is_some(),
-            terminal: matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed")),
-            created: self.metadata.creation_timestamp.unwrap_or_default(),
+            node: spec.node_name.filter(|n| !n.is_empty()),
+            terminating: metadata.deletion_timestamp.is_some(),
+            terminal: matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")),
+            created: metadata.creation_timestamp.unwrap_or_default(),
             group,
             requests,
         }
@@ -130,8 +169,8 @@ impl PodView {
 }
 
 /// The `resources` of each container of a list.
-fn resources_of(list: &Option<Vec<ContainerView>>) -> impl Iterator<Item = &Value> {
-    list.iter().flatten().map(|c| &c.resources)
+fn resources_of(list: &Option<Vec<ObjectOnly<ContainerView>>>) -> impl Iterator<Item = &Value> {
+    list.iter().flatten().map(|c| &c.0.resources)
 }
 
 #[cfg(test)]
@@ -202,5 +241,25 @@ mod tests {
         }));
         assert!(serde_json::from_slice::<PodView>(&object.json).is_err());
         assert_eq!(PodFacts::of(&object), PodFacts::from_value(&object.value()));
+    }
+
+    /// Arrays where objects belong are not read positionally (serde's struct readers would): they fall back
+    /// to the decoded reading, which sees nothing in them.
+    #[test]
+    fn arrays_in_place_of_objects_read_as_nothing() {
+        for pod in [
+            json!({"metadata": {"name": "a"}, "spec": ["node-1"]}),
+            json!({"metadata": {"name": "b"}, "status": ["Failed"]}),
+            json!({"metadata": {"name": "c"}, "spec": {"containers": [[{"requests": {"cpu": "4"}}]]}}),
+            json!({"metadata": ["c", "t0"]}),
+        ] {
+            let object = stored(pod.clone());
+            assert!(serde_json::from_slice::<PodView>(&object.json).is_err(), "{pod}");
+            let facts = PodFacts::of(&object);
+            assert_eq!(facts, PodFacts::from_value(&object.value()), "{pod}");
+            assert_eq!(facts.node, None, "{pod}");
+            assert!(!facts.terminal, "{pod}");
+            assert_eq!(facts.requests.get("cpu"), 0, "{pod}");
+        }
     }
 }

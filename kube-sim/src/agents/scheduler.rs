@@ -53,7 +53,7 @@ pub(super) struct Scheduler {
     pending: BTreeMap<(String, String, String), Arc<StoredObject>>,
     /// PodGroup → keys of the pods naming it.
     members: HashMap<GroupKey, BTreeSet<Key>>,
-    /// What the indexes above last read of each pod (the version in the cache).
+    /// What the indexes above last read of each pod (the last version their changes have been applied for).
     facts: HashMap<Key, PodFacts>,
     /// Requests reserved on `nodes` during the current pass (undone at its end: the binds come back through the
     /// feed).

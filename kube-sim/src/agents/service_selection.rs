@@ -4,8 +4,8 @@
 //! the pods it selects. Scanning for them made each pod change cost one selector check per Service of the
 //! namespace and each Service pass one per pod: with a RayCluster's head Service per cluster, 1,000 clusters and
 //! 10,000 pods in one namespace, that was most of the simulator's CPU. Here Services are indexed by one pair of
-//! their selector, so a pod is checked only against the Services indexed under one of its own labels, and each
-//! Service's pods are kept as a set. Selectors often share pairs (every RayCluster head Service selects
+//! their selector, so a pod is checked only against the Services indexed under one of its own labels (and the
+//! rare selectors with only null values, which cannot be indexed), and each Service's pods are kept as a set. Selectors often share pairs (every RayCluster head Service selects
 //! `app.kubernetes.io/created-by: kuberay-operator`), so a Service is indexed under the pair with the fewest
 //! Services already indexed under it.
 
@@ -25,7 +25,7 @@ pub(super) struct ServiceSelection {
     /// `spec.selector` of every Service, and how it is indexed.
     selectors: BTreeMap<Key, (Value, Index)>,
     /// Services by one pair of their selector with a string value: a pod can be selected only by the Services
-    /// indexed under one of its own labels.
+    /// indexed under one of its own labels, or by those in `unindexed`.
     by_pair: HashMap<Pair, BTreeSet<Key>>,
     /// Services whose selector has no pair to index by (only null values, which match pods *without* the
     /// label): checked against every pod change of their namespace.
