@@ -85,6 +85,13 @@ impl ServiceSelection {
         selector: Option<Value>,
         pods: impl IntoIterator<Item = (&'a Key, &'a StoredObject)>,
     ) {
+        // Most Service writes leave the selector alone (status, finalizers, a deletion timestamp): keep what
+        // is known instead of matching it against every pod of the namespace again.
+        if let (Some(new), Some((known, _))) = (&selector, self.selectors.get(svc))
+            && new == known
+        {
+            return;
+        }
         if let Some((_, index)) = self.selectors.remove(svc) {
             match index {
                 Index::Pair(pair) => {
@@ -256,6 +263,28 @@ mod tests {
             selection.pod_changed(&key("ns", "c-head"), None, Some(&head)),
             [key("ns", "c-head-svc")]
         );
+    }
+
+    #[test]
+    fn an_unchanged_selector_keeps_its_pods_without_a_scan() {
+        let mut selection = ServiceSelection::default();
+        let head = pod("ns", "head", &[("ray.io/cluster", "a")]);
+        let svc = key("ns", "a-head-svc");
+        selection.service_changed(
+            &svc,
+            Some(json!({"ray.io/cluster": "a"})),
+            [(&key("ns", "head"), head.as_ref())],
+        );
+        // The same selector again, with no pods offered: the members stay.
+        selection.service_changed(&svc, Some(json!({"ray.io/cluster": "a"})), []);
+        assert_eq!(selection.members(&svc).collect::<Vec<_>>(), [&key("ns", "head")]);
+        // A new selector is matched against the pods offered.
+        selection.service_changed(
+            &svc,
+            Some(json!({"ray.io/cluster": "b"})),
+            [(&key("ns", "head"), head.as_ref())],
+        );
+        assert_eq!(selection.members(&svc).count(), 0);
     }
 
     #[test]
