@@ -11,7 +11,8 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use super::quantity::{Resources, pod_requests, requests_from};
-use super::{ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, annotation, is_terminal, is_terminating, node_name};
+use super::scheduler::group_of;
+use super::{ANN_GROUP_NAME, ANN_VOLCANO_GROUP_NAME, is_terminal, is_terminating, node_name};
 use crate::store::StoredObject;
 
 /// The fields of a pod version that the scheduler's indexes (node usage, pending queue, PodGroup members)
@@ -52,9 +53,7 @@ impl PodFacts {
                 .as_str()
                 .unwrap_or_default()
                 .to_string(),
-            group: annotation(pod, ANN_GROUP_NAME)
-                .or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
-                .map(str::to_string),
+            group: group_of(pod).map(str::to_string),
             requests: pod_requests(&pod["spec"]),
         }
     }

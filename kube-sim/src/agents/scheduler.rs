@@ -79,7 +79,8 @@ fn queues_gvr() -> Gvr {
     Gvr::new("scheduling.volcano.sh", "v1beta1", "queues")
 }
 
-fn group_of(pod: &Value) -> Option<&str> {
+/// The PodGroup a pod names: `scheduling.k8s.io/group-name`, else Volcano's annotation.
+pub(super) fn group_of(pod: &Value) -> Option<&str> {
     annotation(pod, ANN_GROUP_NAME).or_else(|| annotation(pod, ANN_VOLCANO_GROUP_NAME))
 }
 
