@@ -23,9 +23,12 @@ pub fn ray_venv() -> &'static Path {
     })
 }
 
-/// A free TCP port on loopback (bound and released; Ray binds it right after).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// `N` distinct free TCP ports on loopback (bound and released; Ray binds them right after). All `N` listeners
+/// are held until every port is chosen: ports picked one at a time may repeat once released, and Ray refuses to
+/// start when two of its components are given the same port.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
 }
 
 /// One real Ray head (`ray start --head --block`) in its own session and temp dir, on loopback. Dropping it
@@ -50,7 +53,6 @@ impl RealRayHead {
         let dir = std::env::temp_dir().join(format!("kr-ray-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let dashboard_port = free_port();
         let port_flags = [
             "--port",
             "--ray-client-server-port",
@@ -75,9 +77,12 @@ impl RealRayHead {
             ]
             .map(String::from),
         );
+        // One port per flag, then the dashboard's and the Serve proxy's, all distinct.
+        let ports = free_ports::<10>();
+        let (dashboard_port, serve_port) = (ports[8], ports[9]);
         args.push(format!("--dashboard-port={dashboard_port}"));
         args.push(format!("--temp-dir={}", dir.join("t").display()));
-        args.extend(port_flags.iter().map(|f| format!("{f}={}", free_port())));
+        args.extend(port_flags.iter().zip(ports).map(|(f, port)| format!("{f}={port}")));
         let log = std::fs::File::create(dir.join("ray-start.log")).unwrap();
         let started = Instant::now();
         // `setsid` (run from a non-leader, so it execs in place) gives Ray a session of its own, so every process
@@ -103,7 +108,7 @@ impl RealRayHead {
             child,
             dir,
             dashboard: SocketAddr::from(([127, 0, 0, 1], dashboard_port)),
-            serve_port: free_port(),
+            serve_port,
             startup: Duration::ZERO,
         };
         while started.elapsed() < Duration::from_secs(120) {
