@@ -1,13 +1,48 @@
 //! Client-side request rate limiting for `--qps` / `--burst` (client-go's token bucket): a tower
 //! layer under kube's client. kube drives its service through a `Buffer` worker that calls
 //! `poll_ready` before each request, so waiting for a token in `poll_ready` delays requests in order.
+//!
+//! The limited client sends through an unlimited one ([`ThroughClient`]), so that both share one
+//! connection pool: KubeRay limits its API client but not the HTTP client it reaches dashboards with
+//! through the API server's proxy.
 
+use futures::future::BoxFuture;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
+
+/// A tower service sending each request with a [`kube::Client`] (the innermost service of a client built
+/// over another).
+#[derive(Clone)]
+pub struct ThroughClient {
+    client: kube::Client,
+}
+
+impl ThroughClient {
+    /// Sends through `client`.
+    pub fn new(client: kube::Client) -> Self {
+        Self { client }
+    }
+}
+
+impl Service<http::Request<kube::client::Body>> for ThroughClient {
+    type Response = http::Response<kube::client::Body>;
+    type Error = kube::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The inner client queues requests itself.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let client = self.client.clone();
+        Box::pin(async move { client.send(request).await })
+    }
+}
 
 /// A token bucket: `qps` tokens per second, at most `burst` stored.
 #[derive(Clone, Copy, Debug)]
@@ -109,5 +144,44 @@ mod tests {
             "{took:?}"
         );
         assert!(RateLimitLayer::new(-1.0, 0).is_none());
+    }
+
+    /// A client limited over an unlimited one (as `run` builds them): the limited one waits for tokens,
+    /// the unlimited one it sends through does not, and both reach the same server. The clock is paused, so
+    /// only the bucket's waits count.
+    #[tokio::test(start_paused = true)]
+    async fn a_limited_client_over_an_unlimited_one_limits_only_its_own_requests() {
+        let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = counted.clone();
+        let server = tower::service_fn(move |_request: http::Request<kube::client::Body>| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Ok::<_, Infallible>(http::Response::new(kube::client::Body::from(b"{}".to_vec()))) }
+        });
+        let unlimited = kube::Client::new(server, "default");
+        let limit = RateLimitLayer::new(20.0, 2).unwrap();
+        let limited = kube::Client::new(limit.layer(ThroughClient::new(unlimited.clone())), "default");
+        let get = || {
+            http::Request::get("/version")
+                .body(kube::client::Body::empty())
+                .unwrap()
+        };
+
+        let start = Instant::now();
+        for _ in 0..4 {
+            unlimited.send(get()).await.unwrap();
+        }
+        let free = start.elapsed();
+        let start = Instant::now();
+        for _ in 0..4 {
+            limited.send(get()).await.unwrap();
+        }
+        let limited_took = start.elapsed();
+        // 2 at once, then 2 more at 20/s: 100 ms; the unlimited four wait for no token.
+        assert!(
+            limited_took >= Duration::from_millis(100) && limited_took < Duration::from_millis(150),
+            "{limited_took:?}"
+        );
+        assert_eq!(free, Duration::ZERO);
+        assert_eq!(counted.load(std::sync::atomic::Ordering::SeqCst), 8);
     }
 }

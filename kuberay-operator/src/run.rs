@@ -20,6 +20,7 @@ use ray_api::constants::{ENABLE_WEBHOOKS, USE_INGRESS_ON_OPENSHIFT};
 use ray_gang::selection::{SchedulerConfig, select_scheduler};
 use ray_podgen::{FeatureGates, PodGenConfig};
 use ray_reconcile::ReconcileConfig;
+use ray_reconcile::config::DashboardProxyClient;
 use ray_reconcile::metrics::ControllerMetrics;
 use ray_reconcile::networkpolicy::controller::{self as networkpolicy_controller, NetworkPolicyControllerConfig};
 use ray_reconcile::raycluster::controller::{self, ControllerConfig};
@@ -180,14 +181,30 @@ fn reconcile_settings(
     ))
 }
 
-async fn build_client(flags: &Flags) -> anyhow::Result<kube::Client> {
+/// The operator's API clients over one connection pool.
+struct Clients {
+    /// Every request to the API server, limited by `--qps` / `--burst`.
+    limited: kube::Client,
+    /// Dashboard requests through the API server's service proxy (`--use-kubernetes-proxy`): KubeRay sends
+    /// them over the manager's HTTP client, outside its REST client's rate limit.
+    dashboard: kube::Client,
+}
+
+async fn build_clients(flags: &Flags) -> anyhow::Result<Clients> {
     let config = kube::Config::infer()
         .await
         .context("no kubeconfig or in-cluster configuration")?;
-    let builder = kube::client::ClientBuilder::try_from(config)?;
-    Ok(match RateLimitLayer::new(flags.qps, flags.burst) {
-        Some(limit) => builder.with_layer(&limit).build(),
-        None => builder.build(),
+    let unlimited = kube::client::ClientBuilder::try_from(config)?.build();
+    let limited = match RateLimitLayer::new(flags.qps, flags.burst) {
+        Some(limit) => kube::Client::new(
+            tower::Layer::layer(&limit, crate::ratelimit::ThroughClient::new(unlimited.clone())),
+            unlimited.default_namespace().to_owned(),
+        ),
+        None => unlimited.clone(),
+    };
+    Ok(Clients {
+        limited,
+        dashboard: unlimited,
     })
 }
 
@@ -256,7 +273,10 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         };
         crate::webhook::start(&settings, stop_rx.clone()).await?;
     }
-    let client = build_client(&flags).await?;
+    let Clients {
+        limited: client,
+        dashboard: dashboard_client,
+    } = build_clients(&flags).await?;
     let api_groups = ServerApiGroups::discover(&client).await?;
     reconcile.use_openshift_route = ray_reconcile::config::use_openshift_route(
         api_groups.is_openshift(),
@@ -353,6 +373,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         },
         podgen: config.podgen.config.clone(),
         use_kubernetes_proxy: flags.use_kubernetes_proxy,
+        dashboard_client: Some(DashboardProxyClient(dashboard_client.clone())),
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
         metrics: Some(job_metrics),
@@ -368,6 +389,7 @@ async fn run(flags: Flags, file: Option<config_file::Configuration>) -> anyhow::
         podgen: config.podgen.config.clone(),
         validation: config.reconcile.gates.validation_options(),
         use_kubernetes_proxy: flags.use_kubernetes_proxy,
+        dashboard_client: Some(DashboardProxyClient(dashboard_client)),
         watch_namespaces: config.watch_namespaces.clone(),
         concurrency,
         cluster_feed,

@@ -134,7 +134,7 @@ async fn raycluster_sample_lifecycle() {
     assert_eq!(head_ready["status"], "True");
     assert_eq!(head_ready["reason"], "HeadPodRunningAndReady");
     let provisioned = condition(&s, "RayClusterProvisioned").expect("RayClusterProvisioned");
-    assert_eq!(provisioned["status"], "True");
+    assert_eq!(provisioned["status"], "True", "{s}");
     assert_eq!(provisioned["reason"], "AllPodRunningAndReadyFirstTime");
     assert_eq!(
         condition(&s, "RayClusterSuspended").expect("RayClusterSuspended")["status"],

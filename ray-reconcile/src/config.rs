@@ -9,6 +9,26 @@ use std::time::Duration;
 
 pub use ray_api::feature_gates::{FeatureGateError, FeatureGates};
 
+/// The client the RayJob and RayService controllers reach dashboards with through the API server's service
+/// proxy (`--use-kubernetes-proxy`). KubeRay sends those requests over the manager's HTTP client, outside the
+/// `--qps` / `--burst` limit of its API client, so the operator gives them a client without that limit.
+#[derive(Clone)]
+pub struct DashboardProxyClient(pub kube::Client);
+
+impl DashboardProxyClient {
+    /// The client for proxied dashboard requests: `proxy`'s when one was given, else `fallback` (the
+    /// controller's own).
+    pub fn or_controller_client(proxy: Option<&Self>, fallback: &kube::Client) -> kube::Client {
+        proxy.map_or_else(|| fallback.clone(), |proxy| proxy.0.clone())
+    }
+}
+
+impl std::fmt::Debug for DashboardProxyClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DashboardProxyClient")
+    }
+}
+
 /// Everything the RayCluster reconcile needs besides the cluster and the observed objects.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReconcileConfig {

@@ -255,6 +255,15 @@ impl FromMetadata for k8s_openapi::api::core::v1::Service {
     }
 }
 
+impl FromMetadata for k8s_openapi::api::batch::v1::Job {
+    fn from_metadata(metadata: ObjectMeta) -> Self {
+        Self {
+            metadata,
+            ..Self::default()
+        }
+    }
+}
+
 /// Labels of [`UNDECODABLE_METRIC`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {

@@ -31,6 +31,7 @@ pub mod config;
 pub mod decode;
 pub mod event_filter;
 pub mod events;
+pub mod fair_controller;
 pub mod finalizers;
 pub mod kube_errors;
 pub mod metrics;
@@ -44,6 +45,7 @@ pub mod rayservice;
 pub mod rbac;
 pub mod recorder;
 pub mod runtime_util;
+pub mod scoped_stores;
 pub mod status_writer;
 pub mod stored;
 

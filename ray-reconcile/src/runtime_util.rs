@@ -1,6 +1,6 @@
-//! Plumbing the kube-runtime controllers (RayCluster, RayJob, RayService) share: one controller per
-//! watch scope, all stopped by one shutdown signal; namespaced-or-cluster-wide `Api`s; best-effort event
-//! publishing; the sink that drains a controller's results.
+//! Plumbing the controllers (RayCluster, RayJob, RayService, RayCronJob) share: one controller per
+//! watch scope, all stopped by one shutdown signal; namespaced-or-cluster-wide `Api`s; their watches;
+//! best-effort event publishing; the sink that drains a controller's results.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -22,6 +22,7 @@ use tracing::debug;
 
 use crate::decode::{Decoded, FromMetadata, UnreadableReporter, readable_events};
 use crate::events::{EventSpec, Severity};
+use crate::scoped_stores::ScopedStores;
 
 /// Resolves once the operator shuts down: a controller's `graceful_shutdown_on` trigger.
 pub type StopSignal = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
@@ -61,6 +62,24 @@ pub fn strip_unread_metadata<K: kube::Resource>(object: &mut K) {
     }
 }
 
+/// A namespaced kind whose watches decode each object on its own ([`crate::decode`]) and keep it in a store.
+pub trait DecodedKind:
+    kube::Resource<Scope = NamespaceResourceScope> + FromMetadata + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+
+impl<K> DecodedKind for K where
+    K: kube::Resource<Scope = NamespaceResourceScope>
+        + FromMetadata
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// The watch of a controller's own custom resource `K` in `namespace`: paged initial lists, each object
 /// decoded on its own (one that cannot be read goes to `unreadable` instead of failing the watch; see
 /// [`crate::decode`]), what reconcile never reads stripped before an object reaches `writer`'s store; yields
@@ -72,14 +91,7 @@ pub fn custom_resource_changes<K>(
     unreadable: UnreadableReporter,
 ) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
-    K: kube::Resource<Scope = NamespaceResourceScope>
-        + FromMetadata
-        + Clone
-        + DeserializeOwned
-        + Debug
-        + Send
-        + Sync
-        + 'static,
+    K: DecodedKind,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let events = watcher(
@@ -106,6 +118,36 @@ where
 {
     watcher(scoped_api::<PartialObjectMeta<K>>(client, namespace), config)
         .default_backoff()
+        .touched_objects()
+}
+
+/// The watch of the objects of kind `K` in `namespace` that `selector` selects (as KubeRay's cache selects
+/// them), each reduced by `keep` to what a pass reads and kept in a store shared through `stores` for the
+/// scope; yields every object that changed or went, whose owner is then triggered.
+pub fn owned_changes_kept<K>(
+    client: Client,
+    namespace: Option<&str>,
+    selector: &str,
+    keep: fn(&mut K),
+    (stores, scope): (&ScopedStores<K>, Option<String>),
+    unreadable: UnreadableReporter,
+) -> impl Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: DecodedKind + kube::Resource<DynamicType = ()>,
+{
+    let (reader, writer) = reflector::store();
+    stores.share(scope, reader);
+    let events = watcher(
+        scoped_api::<Decoded<K>>(client, namespace),
+        watcher::Config::default().labels(selector),
+    )
+    .default_backoff();
+    readable_events(events, unreadable)
+        .modify(move |object| {
+            strip_unread_metadata(object);
+            keep(object);
+        })
+        .reflect(writer)
         .touched_objects()
 }
 

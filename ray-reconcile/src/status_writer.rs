@@ -65,7 +65,13 @@ impl StatusResource for RayCronJob {
 /// The request a status write sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusWrite {
-    /// A JSON merge patch of the status subresource, shaped as [`MergeShape`] says.
+    /// A JSON merge patch of the status subresource, shaped as [`MergeShape`] says, with the object's
+    /// `resourceVersion` as a precondition: a pass that read the object before its last write gets 409
+    /// Conflict (which each controller retries) instead of overwriting that write. KubeRay writes these statuses with an
+    /// update, which conflicts the same way. Without it, a patch of only what changed, computed against an
+    /// older status, can undo a newer one: a RayCluster read before its write of `RayClusterProvisioned`
+    /// True wrote it back to False while keeping the newer `state: ready`; a RayJob pass behind the cache
+    /// could draw its cluster name and job id a second time, leaving the first cluster orphaned.
     Merge(MergeShape),
     /// A PUT of the whole object (without `managedFields`) to the status subresource; the server
     /// answers 409 when the object changed since it was read (the RayService controller).
@@ -78,11 +84,8 @@ pub enum MergeShape {
     /// Only what changed: fields gone from the new status become `null`, at every depth (the
     /// RayCluster controller).
     Changes,
-    /// The whole new status, with the top-level fields it no longer has set to `null`, and the object's
-    /// `resourceVersion` as a precondition (the RayJob controller). A pass that read the object before its
-    /// last status write gets 409 Conflict and is retried instead of overwriting that write: otherwise a pass
-    /// behind the cache could draw a RayJob's cluster name and job id a second time, leaving the first
-    /// cluster orphaned. KubeRay writes RayJob status with an update, which conflicts the same way.
+    /// The whole new status, with the top-level fields it no longer has set to `null` (the RayJob
+    /// controller).
     Whole,
 }
 
@@ -126,13 +129,11 @@ where
     Ok(())
 }
 
-/// The whole body of a status merge patch from `old` to `new`: [`status_merge_patch`], plus for
-/// [`MergeShape::Whole`] the `resourceVersion` the object was read at, which the API server checks.
+/// The whole body of a status merge patch from `old` to `new`: [`status_merge_patch`], plus the
+/// `resourceVersion` the object was read at, which the API server checks.
 pub fn status_patch(old: &Value, new: Value, shape: MergeShape, resource_version: Option<&str>) -> Value {
     let mut patch = status_merge_patch(old, new, shape);
-    if shape == MergeShape::Whole
-        && let Some(version) = resource_version
-    {
+    if let Some(version) = resource_version {
         patch["metadata"] = json!({ "resourceVersion": version });
     }
     patch
@@ -210,19 +211,17 @@ mod tests {
     }
 
     #[test]
-    fn only_the_whole_shape_carries_the_resource_version_read() {
+    fn both_shapes_carry_the_resource_version_read() {
         let (old, new) = (json!({"jobId": ""}), json!({"jobId": "j-1"}));
-        assert_eq!(
-            status_patch(&old, new.clone(), MergeShape::Whole, Some("42")),
-            json!({"status": {"jobId": "j-1"}, "metadata": {"resourceVersion": "42"}})
-        );
-        assert_eq!(
-            status_patch(&old, new.clone(), MergeShape::Whole, None),
-            json!({"status": {"jobId": "j-1"}})
-        );
-        assert_eq!(
-            status_patch(&old, new, MergeShape::Changes, Some("42")),
-            json!({"status": {"jobId": "j-1"}})
-        );
+        for shape in [MergeShape::Whole, MergeShape::Changes] {
+            assert_eq!(
+                status_patch(&old, new.clone(), shape, Some("42")),
+                json!({"status": {"jobId": "j-1"}, "metadata": {"resourceVersion": "42"}})
+            );
+            assert_eq!(
+                status_patch(&old, new.clone(), shape, None),
+                json!({"status": {"jobId": "j-1"}})
+            );
+        }
     }
 }

@@ -459,6 +459,25 @@ fn check_jobs(b: &mut Bench) {
     );
 }
 
+/// Serve details without the proxies' start-up: how soon a real proxy turns HEALTHY (and is listed as a target)
+/// right after a deploy depends on the machine's load (on a busy machine it was still STARTING), while the
+/// hollow head starts it at once. Everything else is still compared; later steps compare the proxies in full.
+fn without_proxy_startup(mut answer: Value) -> Value {
+    if let Some(proxies) = answer["body"]["proxies"].as_object_mut() {
+        for proxy in proxies.values_mut().filter_map(Value::as_object_mut) {
+            for field in ["status", "worker_id", "log_file_path"] {
+                proxy.remove(field);
+            }
+        }
+    }
+    if let Some(groups) = answer["body"]["target_groups"].as_array_mut() {
+        for group in groups.iter_mut().filter_map(Value::as_object_mut) {
+            group.remove("targets");
+        }
+    }
+    answer
+}
+
 fn serve_config(serve_port: u16, msg: &str) -> Value {
     json!({
         "http_options": {"host": "127.0.0.1", "port": serve_port},
@@ -480,7 +499,12 @@ fn check_serve(b: &mut Bench) {
         "/api/serve/applications/",
         Some(&serve_config(port, "one")),
     );
-    b.same("serve details while the application builds", "GET", DETAILS, None);
+    let (real, hollow) = b.both("GET", DETAILS, None);
+    b.check(
+        "serve details while the application builds",
+        without_proxy_startup(normalize_answer(&real)),
+        without_proxy_startup(normalize_answer(&hollow)),
+    );
     let deploy = b.timeline(
         "new application: states",
         DETAILS,

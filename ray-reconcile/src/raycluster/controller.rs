@@ -1,4 +1,4 @@
-//! Wires the RayCluster controller: kube-runtime's [`Controller`] over
+//! Wires the RayCluster controller: a [`FairController`] over
 //! RayClusters, plus label-selected Pod and Service watches that feed the compact
 //! [`ClusterIndex`]es and trigger exactly the clusters whose children changed.
 //!
@@ -15,6 +15,8 @@ use super::slim::SlimPod;
 use crate::cluster_feed::ClusterFeed;
 use crate::config::ReconcileConfig;
 use crate::decode::{Decoded, FromMetadata, UnreadableReporter, readable_events};
+use crate::fair_controller::Action;
+use crate::fair_controller::FairController;
 use crate::metrics::ControllerMetrics;
 use crate::mtls::MtlsFeed;
 use crate::runtime_util::{
@@ -23,7 +25,7 @@ use crate::runtime_util::{
 use crate::stored::Stored;
 use futures::{Stream, StreamExt, TryStreamExt, future, stream};
 use k8s_openapi::api::core::v1::Service;
-use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::controller;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::utils::{Predicate, predicates};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -158,8 +160,8 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
     );
 
     let (reader, writer) = reflector::store::<Stored<RayCluster>>();
+    config.cluster_feed.share_store(namespace.clone(), reader.clone());
     let forget = Arc::clone(&ctx);
-    let feed = config.cluster_feed.clone();
     let mtls = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
     // For(RayCluster) with OR(GenerationChanged, LabelChanged, AnnotationChanged), plus the deletion
     // mark: status writes do not trigger.
@@ -170,13 +172,11 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         .inspect_ok(move |event| match event {
             watcher::Event::Delete(cluster) => {
                 forget.forget_cluster(cluster);
-                feed.publish(cluster);
                 if let Some((mtls, pods)) = &mtls {
                     mtls.publish_cluster(cluster, true, pods);
                 }
             }
             watcher::Event::Apply(cluster) | watcher::Event::InitApply(cluster) => {
-                feed.publish(cluster);
                 if let Some((mtls, pods)) = &mtls {
                     mtls.publish_cluster(cluster, false, pods);
                 }
@@ -186,6 +186,8 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         })
         .try_filter_map(|event| future::ready(Ok(stored_event(event))))
         .reflect(writer)
+        // After the store write: the RayJob and RayService passes this triggers read the store.
+        .inspect_ok(config.cluster_feed.publisher())
         .applied_objects()
         .predicate_filter(
             predicates::generation
@@ -200,8 +202,7 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         concurrency = config.concurrency,
         "starting RayCluster controller"
     );
-    Controller::for_stream(clusters, reader)
-        .with_config(controller::Config::default().concurrency(config.concurrency))
+    FairController::for_stream(clusters, reader, config.concurrency)
         .reconcile_on(pod_triggers)
         .reconcile_on(service_triggers)
         .graceful_shutdown_on(shutdown)

@@ -15,15 +15,15 @@ use crate::conditions;
 use crate::config::ReconcileConfig;
 use crate::event_filter::EventSpamFilter;
 use crate::events::{EventSpec, Severity, action, reason};
-use crate::kube_errors::is_not_found;
+use crate::fair_controller::Action;
+use crate::kube_errors::{is_conflict, is_not_found};
 use crate::metrics::{ClusterLabels, ControllerMetrics};
 use crate::recorder::EventRecorder;
 use crate::runtime_util::{backoff_delay, publish_event};
-use crate::status_writer::{self, MergeShape, StatusWrite};
+use crate::status_writer::{self, MergeShape, StatusWrite, StatusWriteError};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::Action;
 use kube::{Client, Resource, ResourceExt};
 use ray_api::RayCluster;
 use ray_api::constants::{
@@ -243,7 +243,12 @@ fn event_budget_key(key: &ClusterKey) -> String {
 pub fn error_policy<K: Resource>(cluster: Arc<K>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let key = ClusterKey::new(cluster.namespace().unwrap_or_default(), cluster.name_any());
     let delay = ctx.backoff(&key);
-    warn!(raycluster = %key.name, error = %error, retry_in = ?delay, "reconcile failed");
+    if matches!(error, ReconcileError::Kube(e) if is_conflict(e)) {
+        // Expected while the cache is behind the cluster's last write; the backoff waits it out.
+        debug!(raycluster = %key.name, error = %error, retry_in = ?delay, "status write conflicted; retrying");
+    } else {
+        warn!(raycluster = %key.name, error = %error, retry_in = ?delay, "reconcile failed");
+    }
     Action::requeue(delay)
 }
 
@@ -311,6 +316,8 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
             upgrading = conditions::find(new_conditions, upgrade_status::WORKER_UPGRADE_IN_PROGRESS)
                 .is_some_and(|c| c.status == conditions::TRUE);
             if status::status_changed(cluster.status.as_ref(), &new_status) {
+                // A 409 (the pass read the cluster before a newer write reached the cache) goes to the error
+                // policy: the status is computed again from a newer copy rather than written over that write.
                 write_status(cluster, ctx, &new_status).await?;
                 inconsistent = true;
                 record_provisioned(cluster, ctx, &new_status, &now);
@@ -373,15 +380,15 @@ fn record_provisioned(cluster: &RayCluster, ctx: &Context, new: &ray_api::RayClu
     }
 }
 
-/// Writes the cluster's new status: a merge patch of only what changed.
+/// Writes the cluster's new status: a merge patch of only what changed, conditional on the version read
+/// (409 Conflict when the cluster changed since).
 async fn write_status(
     cluster: &RayCluster,
     ctx: &Context,
     new: &ray_api::RayClusterStatus,
-) -> Result<(), ReconcileError> {
+) -> Result<(), StatusWriteError> {
     let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    status_writer::write_status(&api, cluster, new, StatusWrite::Merge(MergeShape::Changes)).await?;
-    Ok(())
+    status_writer::write_status(&api, cluster, new, StatusWrite::Merge(MergeShape::Changes)).await
 }
 
 fn random_suffix_source() -> impl FnMut() -> String {

@@ -11,12 +11,12 @@ use super::executor::{Context, SHORT_REQUEUE, cluster_key};
 use super::observed::PodRole;
 use super::podgen::ClusterPods;
 use crate::events::{EventSpec, action, reason};
+use crate::fair_controller::Action;
 use crate::finalizers::{self, FinalizerGuard};
 use crate::kube_errors::is_already_exists;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use ray_api::RayCluster;
 use ray_api::constants::{

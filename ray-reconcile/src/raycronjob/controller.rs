@@ -1,4 +1,4 @@
-//! The RayCronJob controller's executor and wiring: one kube-runtime [`Controller`] per watch scope over
+//! The RayCronJob controller's executor and wiring: one [`FairController`] per watch scope over
 //! RayCronJobs (no predicate: the status write of a pass triggers the next one, which is how missed ticks
 //! are caught up). Like KubeRay's, it does not watch the RayJobs it creates: a deleted child is not
 //! re-created, and a pass only looks at `status.lastScheduleTime`.
@@ -11,12 +11,13 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::fair_controller::Action;
+use crate::fair_controller::FairController;
 use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
-use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Reporter;
 use kube::runtime::reflector;
 use kube::{Client, Resource, ResourceExt};
@@ -120,8 +121,7 @@ pub async fn run(
         let (reader, writer) = reflector::store();
         let unreadable = UnreadableReporter::new::<RayCronJob>(Some(ctx.recorder.clone()), config.undecodable.clone());
         let crons = custom_resource_changes::<RayCronJob>(client.clone(), ns, writer, unreadable);
-        Controller::for_stream(crons, reader)
-            .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
+        FairController::for_stream(crons, reader, config.concurrency)
             .graceful_shutdown_on(stop)
             .run(reconcile, error_policy, Arc::clone(&ctx))
             .for_each(note_failed_passes("raycronjob"))

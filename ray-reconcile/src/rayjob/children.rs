@@ -67,10 +67,12 @@ impl Pass<'_> {
         }
     }
 
-    /// `DeleteWorkers`: sets `suspend: true` on every worker group of the live `cluster` (named
-    /// `name` in the event).
+    /// `DeleteWorkers`: sets `suspend: true` on every worker group of `cluster` (named `name` in the event),
+    /// read again from the API server first: the pass may have read it from the store, and a replace of an
+    /// older version would only conflict.
     pub(super) async fn suspend_worker_groups(&self, cluster: &RayCluster, name: &str) -> Result<(), RayJobError> {
-        let mut updated = cluster.clone();
+        let live = self.clusters.get_opt(&cluster.name_any()).await?;
+        let mut updated = live.unwrap_or_else(|| cluster.clone());
         for group in updated.spec.worker_group_specs.iter_mut().flatten() {
             group.suspend = Some(true);
         }
@@ -96,7 +98,10 @@ impl Pass<'_> {
             .as_ref()
             .and_then(|s| s.selector.clone())
             .unwrap_or_default();
-        match services.get_opt(&name).await? {
+        // From the controller's store of RayJob head services, as KubeRay reads its cache: one the store has not
+        // seen is created, and "already exists" means the store lags; a later pass checks its selector. Asking
+        // the API server first would add a request for every new service.
+        match self.ctx.head_services.get(&self.namespace, &name) {
             None => match services.create(&create_params(), &desired).await {
                 Ok(_) => info!(rayjob = %self.name, service = %name, "created the RayJob head service"),
                 Err(e) if is_conflict(&e) => {}

@@ -4,14 +4,16 @@
 //! writes the status, publishing KubeRay's events on the RayJob and recording the `kuberay_job_*`
 //! metrics.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
+use crate::fair_controller::Action;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams};
-use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use ray_api::constants::{
     KUBERAY_CONTROLLER, NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_JOB_STOP_JOB_FINALIZER, RAY_NODE_TYPE_LABEL,
@@ -27,7 +29,7 @@ use super::dashboard::{DashboardTarget, job_submit_request};
 use super::error::RayJobError;
 use super::events::{self, reason};
 use super::job_info::AWAITING_ANSWER_REQUEUE;
-use super::plan::RayJobPlan;
+use super::plan::{DEFAULT_REQUEUE, RayJobPlan};
 use super::plan::{
     DashboardObservation, RayJobAction, RayJobObservation, RayJobPlanError, SidecarObservation, SubmitterObservation,
     execution_duration, plan_ray_job, status_changed,
@@ -52,7 +54,7 @@ struct Observed {
     /// The job's RayCluster (`status.rayClusterName`), when it exists.
     cluster: Option<RayCluster>,
     /// The submitter Job named like the RayJob, when it exists.
-    submitter: Option<Job>,
+    submitter: Option<SubmitterObservation>,
     /// Where the cluster's dashboard answers, once there is a cluster.
     target: Option<DashboardTarget>,
     /// The Ray job as the dashboard reports it (queried only while `Running`).
@@ -97,10 +99,45 @@ fn managed_externally(job: &RayJob) -> bool {
     job.spec.managed_by.as_deref().is_some_and(|m| m != KUBERAY_CONTROLLER)
 }
 
+/// How long a released RayJob is remembered: far longer than its deletion takes to reach the store.
+const RELEASE_MEMORY: Duration = Duration::from_secs(600);
+
+/// The RayJobs (by uid) whose finalizer a pass removed, so that a stale stored copy of one being deleted gets
+/// no second deletion pass.
+#[derive(Debug, Default)]
+pub(super) struct ReleasedRayJobs {
+    released_at: Mutex<HashMap<String, Instant>>,
+}
+
+impl ReleasedRayJobs {
+    /// Remembers `uid` as released at `now`, forgetting those released longer than [`RELEASE_MEMORY`] ago.
+    pub(super) fn insert(&self, uid: Option<&str>, now: Instant) {
+        let Some(uid) = uid else { return };
+        let mut released = self.released_at.lock().unwrap_or_else(PoisonError::into_inner);
+        released.retain(|_, at| now.saturating_duration_since(*at) < RELEASE_MEMORY);
+        released.insert(uid.to_owned(), now);
+    }
+
+    /// Whether a pass released the RayJob `uid`.
+    pub(super) fn contains(&self, uid: Option<&str>) -> bool {
+        uid.is_some_and(|uid| {
+            self.released_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains_key(uid)
+        })
+    }
+}
+
 /// One RayJob pass: observe, plan, carry the plan's actions out, write the status.
 #[tracing::instrument(skip_all, fields(rayjob = %job.name_any(), namespace = job.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile(job: Arc<RayJob>, ctx: Arc<RayJobContext>) -> Result<Action, RayJobError> {
     if managed_externally(&job) {
+        return Ok(Action::await_change());
+    }
+    if job.metadata.deletion_timestamp.is_some() && ctx.released.contains(job.metadata.uid.as_deref()) {
+        // A pass already stopped its Ray job and removed the finalizer: this is the store's copy from before
+        // the deletion reached it, and stopping the job again would be one dashboard call too many.
         return Ok(Action::await_change());
     }
     Pass::new(&job, &ctx)?.run().await
@@ -139,8 +176,21 @@ impl<'a> Pass<'a> {
             return Ok(action);
         }
         self.record_deployment_status(&plan);
-        self.follow_job_info(&observed, &plan.status);
+        let query_scheduled = self.follow_job_info(&observed, &plan.status, plan.requeue.unwrap_or(DEFAULT_REQUEUE));
+        debug!(
+            awaiting_answer = observed.awaiting_answer,
+            query_scheduled,
+            planned_requeue = ?plan.requeue,
+            "rayjob pass"
+        );
         let requeue = match plan.requeue {
+            // The answer of the scheduled query triggers the next pass; this only covers a skipped trigger
+            // (even when the plan itself would wait for a change: the query was scheduled for 3 s).
+            planned if query_scheduled => Some(
+                planned
+                    .unwrap_or(DEFAULT_REQUEUE)
+                    .saturating_add(AWAITING_ANSWER_REQUEUE),
+            ),
             Some(after) if observed.awaiting_answer => Some(after.max(AWAITING_ANSWER_REQUEUE)),
             other => other,
         };
@@ -152,9 +202,9 @@ impl<'a> Pass<'a> {
         (self.namespace.clone(), self.name.clone())
     }
 
-    /// After the pass: a RayJob that stays Running gets its next job-info query started (its answer is
-    /// read by the next pass); any other forgets its queries.
-    fn follow_job_info(&self, observed: &Observed, status: &RayJobStatus) {
+    /// After the pass: a RayJob that stays Running gets its next job-info query scheduled `after` from now
+    /// (its answer triggers the next pass); any other forgets its queries. Whether a query was scheduled.
+    fn follow_job_info(&self, observed: &Observed, status: &RayJobStatus, after: Duration) -> bool {
         let running = status.job_deployment_status == Some(JobDeploymentStatus::Running);
         let job_id = status.job_id.clone().unwrap_or_default();
         match &observed.cluster {
@@ -162,9 +212,12 @@ impl<'a> Pass<'a> {
                 let target = dashboard_target(self.ctx, cluster, status);
                 self.ctx
                     .job_info
-                    .prefetch(&self.key(), &job_id, &target, observed.submission_finished);
+                    .prefetch(&self.key(), &job_id, &target, observed.submission_finished, after)
             }
-            _ => self.ctx.job_info.forget(&self.key()),
+            _ => {
+                self.ctx.job_info.forget(&self.key());
+                false
+            }
         }
     }
 
@@ -175,9 +228,28 @@ impl<'a> Pass<'a> {
         let cluster = if cluster_name.is_empty() {
             None
         } else {
-            self.clusters.get_opt(&cluster_name).await?
+            // From the RayCluster controller's store, as KubeRay reads its informer cache; one the store has
+            // not seen (just created, or gone) is asked of the API server.
+            match self
+                .ctx
+                .config
+                .cluster_feed
+                .cached_cluster(&self.namespace, &cluster_name)
+            {
+                Some(cached) => Some(cached),
+                None => self.clusters.get_opt(&cluster_name).await?,
+            }
         };
-        let submitter = self.jobs.get_opt(&self.name).await?;
+        // From the controller's store of submitter Jobs; one it has not seen is asked of the API server.
+        let submitter = match self.ctx.submitters.get(&self.namespace, &self.name) {
+            Some(cached) => Some(SubmitterObservation::from_job(&cached)),
+            None => self
+                .jobs
+                .get_opt(&self.name)
+                .await?
+                .as_ref()
+                .map(SubmitterObservation::from_job),
+        };
         let target = cluster.as_ref().map(|c| dashboard_target(self.ctx, c, &self.old));
         let running = self.old.job_deployment_status == Some(JobDeploymentStatus::Running);
         let job_id = self.old.job_id.clone().unwrap_or_default();
@@ -193,9 +265,7 @@ impl<'a> Pass<'a> {
             _ => None,
         };
         // Read before the job info, so that an answer older than the submitter's finish is recognised.
-        let submission_finished = submitter
-            .as_ref()
-            .is_some_and(|job| SubmitterObservation::from_job(job).finished_at.is_some())
+        let submission_finished = submitter.as_ref().is_some_and(|job| job.finished_at.is_some())
             || matches!(
                 sidecar,
                 Some(SidecarObservation::Submitter {
@@ -229,7 +299,7 @@ impl<'a> Pass<'a> {
     async fn plan(&self, observed: &Observed) -> Result<RayJobPlan, RayJobError> {
         let observation = RayJobObservation {
             cluster: observed.cluster.as_ref(),
-            submitter: observed.submitter.as_ref().map(SubmitterObservation::from_job),
+            submitter: observed.submitter.clone(),
             sidecar: observed.sidecar.clone(),
             dashboard: observed.dashboard.clone(),
             now: observed.now,
@@ -365,8 +435,13 @@ impl<'a> Pass<'a> {
             Err(e) if is_not_found(&e) => return Ok(Flow::Stop(Action::await_change())),
             Err(e) => return Err(e.into()),
         }
-        if !present && let Some(metrics) = &self.ctx.config.metrics {
-            metrics.forget_job(&self.labels);
+        if !present {
+            self.ctx
+                .released
+                .insert(self.job.metadata.uid.as_deref(), Instant::now());
+            if let Some(metrics) = &self.ctx.config.metrics {
+                metrics.forget_job(&self.labels);
+            }
         }
         Ok(Flow::Continue)
     }
@@ -514,5 +589,27 @@ fn dashboard_target(ctx: &RayJobContext, cluster: &RayCluster, status: &RayJobSt
         DashboardTarget::Direct {
             address: status.dashboard_url.clone().unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_rayjobs_are_remembered_for_a_while_by_uid() {
+        let released = ReleasedRayJobs::default();
+        let start = Instant::now();
+        released.insert(Some("uid-a"), start);
+        released.insert(None, start);
+        assert!(released.contains(Some("uid-a")));
+        assert!(!released.contains(Some("uid-b")));
+        assert!(
+            !released.contains(None),
+            "a RayJob without uid is never taken for a released one"
+        );
+        released.insert(Some("uid-b"), start + RELEASE_MEMORY);
+        assert!(!released.contains(Some("uid-a")), "forgotten once its memory ran out");
+        assert!(released.contains(Some("uid-b")));
     }
 }

@@ -10,9 +10,12 @@
 //!   [`DashboardObservation::NotQueried`] (wait), a query starts if none is in flight, and its answer
 //!   triggers a reconcile of the RayJob (through [`JobInfoQueries::completions`]); the pass's own requeue
 //!   is only a fallback ([`AWAITING_ANSWER_REQUEUE`]).
-//! - After a pass that leaves the RayJob Running, [`JobInfoQueries::prefetch`] starts the next query so its
-//!   answer is ready for the next (requeued) pass; that answer triggers nothing by itself. It starts after
-//!   the pass's actions, so an HTTPMode submission is never answered by a query that raced it.
+//! - After a pass that leaves the RayJob Running, [`JobInfoQueries::prefetch`] schedules the next query for
+//!   when the pass would requeue (3 s), and its answer triggers the next pass: one pass per answer, every
+//!   3 s plus the dashboard's latency, as KubeRay's synchronous query paces its passes. Started right away,
+//!   the query would still be held by a slow dashboard at the requeue, and every answer would cost two
+//!   passes (one finding nothing, one reading it). It is scheduled after the pass's actions, so an HTTPMode
+//!   submission is never answered by a query that raced it.
 //! - A RayJob that stops running or is deleted is [`JobInfoQueries::forget`]ten: the map holds only Running
 //!   RayJobs, and a late answer for a forgotten or newer query is dropped.
 //! - Each query remembers whether the pass that started it had seen the submitter finish. A "not found"
@@ -125,15 +128,24 @@ impl Table {
         Take::Start(entry.generation)
     }
 
-    /// After a pass: the generation of a query to start, unless one is in flight or an answer is unread.
+    /// After a pass: the generation of a query to start, unless one is in flight or an answer is unread. Its
+    /// answer triggers a pass.
     fn prefetch(&mut self, key: &ObjectKey, job_id: &str, submission_finished: bool) -> Option<u64> {
         let entry = self.entry(key, job_id);
         if entry.in_flight || entry.answer.is_some() {
             return None;
         }
         entry.in_flight = true;
+        entry.waiting = true;
         entry.query_after_submission = submission_finished;
         Some(entry.generation)
+    }
+
+    /// Whether query `generation` of `key` is still wanted (its RayJob was not forgotten or started over).
+    fn is_current(&self, key: &ObjectKey, generation: u64) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|entry| entry.generation == generation)
     }
 
     /// Keeps the answer of query `generation`; whether a pass waits for it. A stale answer is dropped.
@@ -191,26 +203,34 @@ impl JobInfoQueries {
         match taken {
             Take::Answer(answer) => Some(answer),
             Take::Start(generation) => {
-                self.spawn(key.clone(), job_id.to_owned(), target.clone(), generation);
+                self.spawn(
+                    key.clone(),
+                    job_id.to_owned(),
+                    target.clone(),
+                    generation,
+                    Duration::ZERO,
+                );
                 None
             }
             Take::Pending => None,
         }
     }
 
-    /// Starts the next query for a RayJob that stays Running, unless one is in flight or its answer is
-    /// still unread.
+    /// Starts the next query for a RayJob that stays Running `after` from now, unless one is in flight or
+    /// its answer is still unread; whether it did. Its answer triggers a pass.
     pub fn prefetch(
         self: &Arc<Self>,
         key: &ObjectKey,
         job_id: &str,
         target: &DashboardTarget,
         submission_finished: bool,
-    ) {
+        after: Duration,
+    ) -> bool {
         let generation = self.table().prefetch(key, job_id, submission_finished);
         if let Some(generation) = generation {
-            self.spawn(key.clone(), job_id.to_owned(), target.clone(), generation);
+            self.spawn(key.clone(), job_id.to_owned(), target.clone(), generation, after);
         }
+        generation.is_some()
     }
 
     /// Drops what is kept for the RayJob `key` (it stopped running, or is being deleted).
@@ -223,9 +243,23 @@ impl JobInfoQueries {
         self.table().entries.len()
     }
 
-    fn spawn(self: &Arc<Self>, key: ObjectKey, job_id: String, target: DashboardTarget, generation: u64) {
+    fn spawn(
+        self: &Arc<Self>,
+        key: ObjectKey,
+        job_id: String,
+        target: DashboardTarget,
+        generation: u64,
+        after: Duration,
+    ) {
         let queries = Arc::clone(self);
         tokio::spawn(async move {
+            if !after.is_zero() {
+                tokio::time::sleep(after).await;
+                // Forgotten meanwhile (it stopped running, or was deleted): nobody reads the answer.
+                if !queries.table().is_current(&key, generation) {
+                    return;
+                }
+            }
             // The semaphore is never closed; were it, the query would run unbounded rather than not at all.
             let _slot = queries.slots.acquire().await.ok();
             let answer = queries.dashboard.job_info(&target, &job_id).await;
@@ -295,9 +329,10 @@ mod tests {
             Take::Answer(DashboardObservation::NotFound)
         );
         let next = table.prefetch(&key("a"), "j1", false).unwrap();
+        assert!(table.is_current(&key("a"), next));
         assert!(
-            !table.complete(&key("a"), next, DashboardObservation::NotFound),
-            "nobody waits for a prefetched answer"
+            table.complete(&key("a"), next, DashboardObservation::NotFound),
+            "the answer of the next query triggers the next pass"
         );
         assert_eq!(
             table.take(&key("a"), "j1", false),
@@ -318,6 +353,10 @@ mod tests {
         assert!(!table.complete(&key("a"), old, DashboardObservation::NotFound));
         assert_eq!(table.take(&key("a"), "j2", false), Take::Pending);
         table.forget(&key("a"));
+        assert!(
+            !table.is_current(&key("a"), new),
+            "a scheduled query of a forgotten RayJob is not sent"
+        );
         assert!(!table.complete(&key("a"), new, DashboardObservation::NotFound));
         assert!(table.entries.is_empty(), "a forgotten RayJob keeps nothing");
     }

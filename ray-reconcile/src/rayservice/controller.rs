@@ -1,4 +1,4 @@
-//! Wires the RayService controller: kube-runtime's `Controller` over RayServices (a pass only for
+//! Wires the RayService controller: a [`FairController`] over RayServices (a pass only for
 //! spec, label, annotation and deletion changes), the RayClusters and Services it owns (the owned
 //! Services watched only when labelled `ray.io/originated-from-crd=RayService`; pod readiness and
 //! serve progress are picked up by the 2 s requeue), and the state the passes share: the serve
@@ -9,12 +9,14 @@ use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::config::DashboardProxyClient;
+use crate::fair_controller::Action;
+use crate::fair_controller::FairController;
 use crate::recorder::EventRecorder;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
-use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::Reporter;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -60,6 +62,8 @@ pub struct RayServiceControllerConfig {
     pub validation: ValidationOptions,
     /// `--use-kubernetes-proxy`: reach dashboards and serve proxies through the API server.
     pub use_kubernetes_proxy: bool,
+    /// The client of those proxied requests; `None`: the controller's client.
+    pub dashboard_client: Option<DashboardProxyClient>,
     /// Namespaces to watch; empty watches all.
     pub watch_namespaces: Vec<String>,
     /// Maximum concurrent reconciles (0 = unbounded).
@@ -163,7 +167,10 @@ pub async fn run(
     };
     let ctx = Arc::new(RayServiceContext {
         client: client.clone(),
-        serve: ServeClient::new(client.clone()),
+        serve: ServeClient::new(DashboardProxyClient::or_controller_client(
+            config.dashboard_client.as_ref(),
+            &client,
+        )),
         recorder: EventRecorder::new(client.clone(), reporter),
         config: config.clone(),
         suffixes: Mutex::new(SeededSuffix::new(seed)),
@@ -181,10 +188,9 @@ pub async fn run(
         let unreadable = UnreadableReporter::new::<RayService>(Some(ctx.recorder.clone()), config.undecodable.clone());
         let rayservices = custom_resource_changes::<RayService>(client.clone(), ns, writer, unreadable)
             .predicate_filter(trigger_hash, Default::default());
-        Controller::for_stream(rayservices, reader)
+        FairController::for_stream(rayservices, reader, config.concurrency)
             .reconcile_on(config.cluster_feed.owners_of_kind::<RayService>(namespace.clone()))
             .owns_stream(owned_changes::<Service>(client.clone(), ns, owned))
-            .with_config(kube::runtime::controller::Config::default().concurrency(config.concurrency))
             .graceful_shutdown_on(stop)
             .run(reconcile, error_policy, Arc::clone(&ctx))
             .for_each(note_failed_passes("rayservice"))

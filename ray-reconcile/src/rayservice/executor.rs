@@ -8,10 +8,10 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use crate::fair_controller::Action;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use ray_api::constants::RAY_SERVICE_FINALIZER;
 use ray_api::validation::{validate_ray_service_metadata, validate_ray_service_spec};
