@@ -3,7 +3,10 @@
 //! concurrency 1): a quiet one, and one where `slow_jobs` RayJobs whose dashboards hold every request for
 //! `dashboard_delay` are Running first. In each, `clusters` RayClusters and `healthy_jobs` RayJobs on healthy
 //! dashboards are created together, and their create-to-ready (RayCluster `ready`) and create-to-Complete
-//! (RayJob) times are reported as p50 / p99, side by side.
+//! (RayJob) times are reported as p50 / p99, side by side, with the rate of API requests the simulator served
+//! meanwhile (nearly all the operator's: the bench reads progress from the simulator's store). The operator
+//! runs at KubeRay's client rate limit (`--qps 100 --burst 200`) unless told otherwise. As in KubeRay, the
+//! dashboard requests through the API server's proxy are counted in the request rate but not limited by it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,6 +41,10 @@ pub struct IsolationOptions {
     pub slow_jobs: usize,
     /// How long a slow dashboard holds each request.
     pub dashboard_delay: Duration,
+    /// The operator's `--qps`.
+    pub qps: f64,
+    /// The operator's `--burst`.
+    pub burst: i64,
     /// Longest wait for one phase.
     pub timeout: Duration,
     /// The operator binary.
@@ -87,6 +94,74 @@ pub struct PhaseResult {
     pub job_complete: Percentiles,
     /// Seconds the slow RayJobs took to all be Running before the measurement (loaded phase).
     pub slow_running_secs: Option<f64>,
+    /// API requests per second the simulator served from the first create until all were done.
+    pub api_requests_per_sec: f64,
+    /// Those requests by shape, most frequent first (the [`TOP_REQUEST_SHAPES`] largest).
+    pub request_shapes: Vec<RequestShare>,
+}
+
+/// How many request shapes a phase reports.
+const TOP_REQUEST_SHAPES: usize = 8;
+
+/// The requests of one shape in a phase.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RequestShare {
+    /// Verb and resource, as [`request_shape`] names them (`PATCH rayjobs/status`, `GET services/proxy`).
+    pub shape: String,
+    /// Requests of this shape.
+    pub count: usize,
+    /// Per second over the phase.
+    pub per_sec: f64,
+}
+
+/// A request's verb and resource with the namespace and names left out: `LIST pods`, `WATCH rayjobs`,
+/// `PATCH rayclusters/status`, `GET services/proxy`. Reading one object is `GET`, a collection `LIST`;
+/// deleting a collection is `DELETECOLLECTION`.
+pub fn request_shape(method: &str, path: &str, query: &str) -> String {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let rest = match segments.as_slice() {
+        ["api", _, rest @ ..] | ["apis", _, _, rest @ ..] => rest,
+        _ => return format!("{method} {path}"),
+    };
+    let rest = match rest {
+        // A namespace's own subresources, not a resource inside it.
+        ["namespaces", _, "status" | "finalize"] => rest,
+        ["namespaces", _namespace, inner @ ..] if !inner.is_empty() => inner,
+        other => other,
+    };
+    let Some(resource) = rest.first() else {
+        return format!("{method} {path}");
+    };
+    let watch = query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    let verb = match (method, rest.len()) {
+        ("GET", _) if watch => "WATCH",
+        ("GET", 1) => "LIST",
+        ("DELETE", 1) => "DELETECOLLECTION",
+        _ => method,
+    };
+    match rest.get(2) {
+        Some(sub) => format!("{verb} {resource}/{sub}"),
+        None => format!("{verb} {resource}"),
+    }
+}
+
+/// The [`TOP_REQUEST_SHAPES`] most frequent shapes of `requests` (ties by name), rated over `secs`.
+fn request_shares<'a>(requests: impl Iterator<Item = (&'a str, &'a str, &'a str)>, secs: f64) -> Vec<RequestShare> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for (method, path, query) in requests {
+        *counts.entry(request_shape(method, path, query)).or_default() += 1;
+    }
+    let mut shares: Vec<RequestShare> = counts
+        .into_iter()
+        .map(|(shape, count)| RequestShare {
+            per_sec: count as f64 / secs.max(f64::EPSILON),
+            shape,
+            count,
+        })
+        .collect();
+    shares.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.shape.cmp(&b.shape)));
+    shares.truncate(TOP_REQUEST_SHAPES);
+    shares
 }
 
 /// A whole isolation run.
@@ -100,6 +175,10 @@ pub struct IsolationResult {
     pub slow_jobs: usize,
     /// Their dashboards' delay, seconds.
     pub dashboard_delay_secs: f64,
+    /// The operator's `--qps`.
+    pub qps: f64,
+    /// The operator's `--burst`.
+    pub burst: i64,
     /// Without, then with the slow RayJobs.
     pub phases: Vec<PhaseResult>,
 }
@@ -117,6 +196,8 @@ pub async fn run(options: &IsolationOptions) -> anyhow::Result<IsolationResult> 
         healthy_jobs: options.healthy_jobs,
         slow_jobs: options.slow_jobs,
         dashboard_delay_secs: options.dashboard_delay.as_secs_f64(),
+        qps: options.qps,
+        burst: options.burst,
         phases: vec![quiet, loaded],
     })
 }
@@ -230,7 +311,8 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
         format!("{slow_jobs} RayJobs on {:?} dashboards", options.dashboard_delay)
     };
     let mut sim = kube_sim::SimServer::start(kube_sim::SimConfig {
-        request_log: false,
+        // Counted, not kept for long: the log is cleared before the measurement.
+        request_log: true,
         ..kube_sim::SimConfig::default()
     })
     .await
@@ -245,7 +327,13 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
         &kubeconfig,
         &options.work_dir,
         &format!("isolation-{slow_jobs}"),
-        &["--use-kubernetes-proxy".to_owned()],
+        &[
+            "--use-kubernetes-proxy".to_owned(),
+            "--qps".to_owned(),
+            options.qps.to_string(),
+            "--burst".to_owned(),
+            options.burst.to_string(),
+        ],
     )?;
     operator.wait_ready(Duration::from_secs(60)).await?;
     let (rayjobs, rayclusters) = (
@@ -275,6 +363,7 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
 
     let clusters: Vec<String> = (0..options.clusters).map(|i| format!("measured-{i:03}")).collect();
     let jobs: Vec<String> = (0..options.healthy_jobs).map(|i| format!("healthy-{i:03}")).collect();
+    sim.clear_request_log();
     let started = Instant::now();
     for name in &clusters {
         create(
@@ -308,19 +397,28 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
         options.timeout,
     )
     .await?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let log = sim.request_log();
     let result = PhaseResult {
         label,
         cluster_ready: percentiles(&cluster_ready),
         job_complete: percentiles(&job_complete),
         slow_running_secs,
+        api_requests_per_sec: log.len() as f64 / elapsed,
+        request_shapes: request_shares(
+            log.iter()
+                .map(|r| (r.method.as_str(), r.path.as_str(), r.query.as_str())),
+            elapsed,
+        ),
     };
     eprintln!(
-        "{}: RayCluster ready p50 {:.2} s p99 {:.2} s; RayJob Complete p50 {:.2} s p99 {:.2} s",
+        "{}: RayCluster ready p50 {:.2} s p99 {:.2} s; RayJob Complete p50 {:.2} s p99 {:.2} s; {:.0} API requests/s",
         result.label,
         result.cluster_ready.p50,
         result.cluster_ready.p99,
         result.job_complete.p50,
-        result.job_complete.p99
+        result.job_complete.p99,
+        result.api_requests_per_sec
     );
     operator.stop();
     ray.detach(&sim);
@@ -331,23 +429,49 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
 /// The Markdown table of a run.
 pub fn markdown(result: &IsolationResult) -> String {
     let mut out = format!(
-        "## Isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:.0} s dashboards (reconcile concurrency 1)\n\n\
-         | phase | RayCluster ready p50 (s) | p99 (s) | RayJob Complete p50 (s) | p99 (s) | slow RayJobs all Running (s) |\n\
-         |---|---|---|---|---|---|\n",
-        result.clusters, result.healthy_jobs, result.slow_jobs, result.dashboard_delay_secs
+        "## Isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:.0} s dashboards (reconcile concurrency 1, {})\n\n\
+         | phase | RayCluster ready p50 (s) | p99 (s) | RayJob Complete p50 (s) | p99 (s) | slow RayJobs all Running (s) | API requests/s |\n\
+         |---|---|---|---|---|---|---|\n",
+        result.clusters,
+        result.healthy_jobs,
+        result.slow_jobs,
+        result.dashboard_delay_secs,
+        client_rate(result.qps, result.burst)
     );
     for phase in &result.phases {
         out.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} |\n",
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0} |\n",
             phase.label,
             phase.cluster_ready.p50,
             phase.cluster_ready.p99,
             phase.job_complete.p50,
             phase.job_complete.p99,
             phase.slow_running_secs.map_or("-".to_owned(), |s| format!("{s:.1}")),
+            phase.api_requests_per_sec,
         ));
     }
+    for phase in &result.phases {
+        out.push_str(&format!(
+            "\n### API requests by shape, {}\n\n| request | count | per second |\n|---|---|---|\n",
+            phase.label
+        ));
+        for share in &phase.request_shapes {
+            out.push_str(&format!(
+                "| {} | {} | {:.1} |\n",
+                share.shape, share.count, share.per_sec
+            ));
+        }
+    }
     out
+}
+
+/// The client rate limit as the table names it.
+fn client_rate(qps: f64, burst: i64) -> String {
+    if qps < 0.0 {
+        "unlimited client rate".to_owned()
+    } else {
+        format!("client rate {qps} / burst {burst}")
+    }
 }
 
 #[cfg(test)]
@@ -361,6 +485,56 @@ mod tests {
         assert_eq!((p.p50, p.p99, p.max), (50.0, 99.0, 100.0));
         assert_eq!(percentiles(&[]), Percentiles::default());
         assert_eq!(percentiles(&[3.0, 1.0]).p50, 1.0);
+    }
+
+    #[test]
+    fn request_shapes_drop_namespaces_and_names() {
+        let cases = [
+            ("GET", "/api/v1/namespaces/default/pods", "", "LIST pods"),
+            ("GET", "/api/v1/pods", "watch=true&resourceVersion=1", "WATCH pods"),
+            ("GET", "/api/v1/namespaces/default/pods/p-1", "", "GET pods"),
+            ("POST", "/api/v1/namespaces/default/pods", "", "POST pods"),
+            (
+                "PATCH",
+                "/apis/ray.io/v1/namespaces/ns/rayclusters/c/status",
+                "",
+                "PATCH rayclusters/status",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/ns/services/c-head-svc:8265/proxy/api/jobs/raysubmit_1",
+                "",
+                "GET services/proxy",
+            ),
+            ("GET", "/api/v1/namespaces/ns", "", "GET namespaces"),
+            ("PUT", "/api/v1/namespaces/ns/finalize", "", "PUT namespaces/finalize"),
+            (
+                "DELETE",
+                "/api/v1/namespaces/ns/pods",
+                "labelSelector=a",
+                "DELETECOLLECTION pods",
+            ),
+            ("DELETE", "/api/v1/namespaces/ns/pods/p", "", "DELETE pods"),
+            ("GET", "/apis/batch/v1/jobs", "watch=1", "WATCH jobs"),
+            ("GET", "/version", "", "GET /version"),
+        ];
+        for (method, path, query, want) in cases {
+            assert_eq!(request_shape(method, path, query), want, "{method} {path}?{query}");
+        }
+    }
+
+    #[test]
+    fn request_shares_rank_by_count_and_rate_over_the_phase() {
+        let log = [
+            ("GET", "/api/v1/namespaces/a/pods/x", ""),
+            ("GET", "/api/v1/namespaces/b/pods/y", ""),
+            ("POST", "/api/v1/namespaces/a/pods", ""),
+        ];
+        let shares: Vec<(String, usize, f64)> = request_shares(log.into_iter(), 2.0)
+            .into_iter()
+            .map(|s| (s.shape, s.count, s.per_sec))
+            .collect();
+        assert_eq!(shares, vec![("GET pods".into(), 2, 1.0), ("POST pods".into(), 1, 0.5)]);
     }
 
     #[test]

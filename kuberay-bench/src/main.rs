@@ -56,6 +56,12 @@ struct IsolationArgs {
     /// Longest wait for one phase, in seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// The operator's `--qps` (negative: unlimited); KubeRay's default.
+    #[arg(long, allow_negative_numbers = true, default_value_t = KUBERAY_DEFAULT_QPS)]
+    qps: f64,
+    /// The operator's `--burst`; KubeRay's default.
+    #[arg(long, default_value_t = KUBERAY_DEFAULT_BURST)]
+    burst: i64,
     /// The operator binary (default: `kuberay-operator` next to this executable, built under `cargo run`).
     #[arg(long, value_name = "PATH")]
     operator: Option<PathBuf>,
@@ -317,6 +323,8 @@ async fn isolation(args: IsolationArgs) -> anyhow::Result<()> {
         healthy_jobs: args.healthy_jobs,
         slow_jobs: args.slow_jobs,
         dashboard_delay: Duration::from_millis(args.dashboard_delay_ms),
+        qps: args.qps,
+        burst: args.burst,
         timeout: Duration::from_secs(args.timeout),
         operator,
         work_dir,
