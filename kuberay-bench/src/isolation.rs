@@ -1,7 +1,9 @@
-//! `kuberay-bench isolation`: how much RayJobs on slow dashboards slow everything else down. Two phases, each
+//! `kuberay-bench isolation`: how much RayJobs on slow dashboards slow everything else down. Three phases, each
 //! from a fresh kube-sim with the hollow Ray and a fresh operator (`--use-kubernetes-proxy`, default reconcile
-//! concurrency 1): a quiet one, and one where `slow_jobs` RayJobs whose dashboards hold every request for
-//! `dashboard_delay` are Running first. In each, `clusters` RayClusters and `healthy_jobs` RayJobs on healthy
+//! concurrency 1): a quiet one, one where `slow_jobs` RayJobs whose dashboards hold every request for
+//! `dashboard_delay` have just all become Running (their start-up traffic still under way), and one where
+//! they have then been Running for `settle` (steady state: only their job-info queries and what those
+//! answers cause). In each, `clusters` RayClusters and `healthy_jobs` RayJobs on healthy
 //! dashboards are created together, and their create-to-ready (RayCluster `ready`) and create-to-Complete
 //! (RayJob) times are reported as p50 / p99, side by side, with the rate of API requests the simulator served
 //! meanwhile (nearly all the operator's: the bench reads progress from the simulator's store). The operator
@@ -23,6 +25,8 @@ use crate::experiment;
 use crate::operator::Operator;
 use crate::run::{self, NAMESPACE};
 
+/// The stretch at the end of the settling over which the slow RayJobs' own request rate is measured.
+const SETTLE_RATE_WINDOW: Duration = Duration::from_secs(5);
 /// How often progress is sampled.
 const POLL: Duration = Duration::from_millis(100);
 /// The experiment number the measured clusters are labelled with (outside KubeRay's 1-3 and scale's 9).
@@ -41,6 +45,9 @@ pub struct IsolationOptions {
     pub slow_jobs: usize,
     /// How long a slow dashboard holds each request.
     pub dashboard_delay: Duration,
+    /// How long the slow RayJobs run after all are Running before the settled phase's measurement (zero: no
+    /// settled phase).
+    pub settle: Duration,
     /// The operator's `--qps`.
     pub qps: f64,
     /// The operator's `--burst`.
@@ -92,8 +99,13 @@ pub struct PhaseResult {
     pub cluster_ready: Percentiles,
     /// Healthy RayJob create-to-Complete.
     pub job_complete: Percentiles,
-    /// Seconds the slow RayJobs took to all be Running before the measurement (loaded phase).
+    /// Seconds the slow RayJobs took to all be Running before the measurement (loaded phases).
     pub slow_running_secs: Option<f64>,
+    /// Seconds the slow RayJobs then ran before the measurement (settled phase).
+    pub settled_secs: Option<f64>,
+    /// API requests per second the simulator served over the last [`SETTLE_RATE_WINDOW`] before the
+    /// measurement, when the slow RayJobs were all it served (settled phase).
+    pub settled_requests_per_sec: Option<f64>,
     /// API requests per second the simulator served from the first create until all were done.
     pub api_requests_per_sec: f64,
     /// Those requests by shape, most frequent first (the [`TOP_REQUEST_SHAPES`] largest).
@@ -175,6 +187,8 @@ pub struct IsolationResult {
     pub slow_jobs: usize,
     /// Their dashboards' delay, seconds.
     pub dashboard_delay_secs: f64,
+    /// How long they ran after all were Running before the settled phase's measurement, seconds.
+    pub settle_secs: f64,
     /// The operator's `--qps`.
     pub qps: f64,
     /// The operator's `--burst`.
@@ -183,22 +197,28 @@ pub struct IsolationResult {
     pub phases: Vec<PhaseResult>,
 }
 
-/// Runs the quiet phase, then the loaded one.
+/// Runs the quiet phase, then the loaded one, then (unless `settle` is zero) the settled one.
 pub async fn run(options: &IsolationOptions) -> anyhow::Result<IsolationResult> {
     eprintln!(
         "kuberay-bench isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:?} dashboards",
         options.clusters, options.healthy_jobs, options.slow_jobs, options.dashboard_delay
     );
-    let quiet = phase(options, 0).await?;
-    let loaded = phase(options, options.slow_jobs).await?;
+    let mut phases = vec![
+        phase(options, 0, Duration::ZERO).await?,
+        phase(options, options.slow_jobs, Duration::ZERO).await?,
+    ];
+    if options.slow_jobs > 0 && !options.settle.is_zero() {
+        phases.push(phase(options, options.slow_jobs, options.settle).await?);
+    }
     Ok(IsolationResult {
         clusters: options.clusters,
         healthy_jobs: options.healthy_jobs,
         slow_jobs: options.slow_jobs,
         dashboard_delay_secs: options.dashboard_delay.as_secs_f64(),
+        settle_secs: options.settle.as_secs_f64(),
         qps: options.qps,
         burst: options.burst,
-        phases: vec![quiet, loaded],
+        phases,
     })
 }
 
@@ -304,11 +324,19 @@ async fn wait_each(
     Ok(done.into_values().collect())
 }
 
-async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<PhaseResult> {
-    let label = if slow_jobs == 0 {
-        "quiet".to_owned()
-    } else {
-        format!("{slow_jobs} RayJobs on {:?} dashboards", options.dashboard_delay)
+/// One phase: `slow_jobs` slow RayJobs (none: quiet) Running for `settle` before the measured objects are
+/// created.
+async fn phase(options: &IsolationOptions, slow_jobs: usize, settle: Duration) -> anyhow::Result<PhaseResult> {
+    let label = match (slow_jobs, settle.is_zero()) {
+        (0, _) => "quiet".to_owned(),
+        (_, true) => format!(
+            "{slow_jobs} RayJobs on {:?} dashboards, just Running",
+            options.dashboard_delay
+        ),
+        (_, false) => format!(
+            "{slow_jobs} RayJobs on {:?} dashboards, Running for {:?}",
+            options.dashboard_delay, settle
+        ),
     };
     let mut sim = kube_sim::SimServer::start(kube_sim::SimConfig {
         // Counted, not kept for long: the log is cleared before the measurement.
@@ -360,6 +388,15 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
         .await?;
         Some(each.into_iter().fold(0.0, f64::max))
     };
+    let settled_requests_per_sec = if settle.is_zero() {
+        None
+    } else {
+        let window = SETTLE_RATE_WINDOW.min(settle);
+        tokio::time::sleep(settle - window).await;
+        sim.clear_request_log();
+        tokio::time::sleep(window).await;
+        Some(sim.request_log().len() as f64 / window.as_secs_f64())
+    };
 
     let clusters: Vec<String> = (0..options.clusters).map(|i| format!("measured-{i:03}")).collect();
     let jobs: Vec<String> = (0..options.healthy_jobs).map(|i| format!("healthy-{i:03}")).collect();
@@ -404,6 +441,8 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
         cluster_ready: percentiles(&cluster_ready),
         job_complete: percentiles(&job_complete),
         slow_running_secs,
+        settled_secs: (!settle.is_zero()).then_some(settle.as_secs_f64()),
+        settled_requests_per_sec,
         api_requests_per_sec: log.len() as f64 / elapsed,
         request_shapes: request_shares(
             log.iter()
@@ -430,8 +469,8 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize) -> anyhow::Result<P
 pub fn markdown(result: &IsolationResult) -> String {
     let mut out = format!(
         "## Isolation: {} RayClusters + {} RayJobs, without and with {} RayJobs on {:.0} s dashboards (reconcile concurrency 1, {})\n\n\
-         | phase | RayCluster ready p50 (s) | p99 (s) | RayJob Complete p50 (s) | p99 (s) | slow RayJobs all Running (s) | API requests/s |\n\
-         |---|---|---|---|---|---|---|\n",
+         | phase | RayCluster ready p50 (s) | p99 (s) | RayJob Complete p50 (s) | p99 (s) | slow RayJobs all Running (s) | their requests/s before | API requests/s |\n\
+         |---|---|---|---|---|---|---|---|\n",
         result.clusters,
         result.healthy_jobs,
         result.slow_jobs,
@@ -440,13 +479,16 @@ pub fn markdown(result: &IsolationResult) -> String {
     );
     for phase in &result.phases {
         out.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.0} |\n",
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {:.0} |\n",
             phase.label,
             phase.cluster_ready.p50,
             phase.cluster_ready.p99,
             phase.job_complete.p50,
             phase.job_complete.p99,
             phase.slow_running_secs.map_or("-".to_owned(), |s| format!("{s:.1}")),
+            phase
+                .settled_requests_per_sec
+                .map_or("-".to_owned(), |r| format!("{r:.0}")),
             phase.api_requests_per_sec,
         ));
     }
@@ -477,6 +519,50 @@ fn client_rate(qps: f64, burst: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn phase_result(label: &str, settled: Option<(f64, f64)>) -> PhaseResult {
+        PhaseResult {
+            label: label.to_owned(),
+            cluster_ready: Percentiles {
+                p50: 0.5,
+                p99: 1.0,
+                max: 1.0,
+            },
+            job_complete: Percentiles {
+                p50: 4.0,
+                p99: 5.0,
+                max: 5.0,
+            },
+            slow_running_secs: settled.map(|_| 16.0),
+            settled_secs: settled.map(|(secs, _)| secs),
+            settled_requests_per_sec: settled.map(|(_, rate)| rate),
+            api_requests_per_sec: 80.0,
+            request_shapes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_gives_the_slow_rayjobs_own_rate_only_for_the_settled_phase() {
+        let result = IsolationResult {
+            clusters: 20,
+            healthy_jobs: 10,
+            slow_jobs: 100,
+            dashboard_delay_secs: 5.0,
+            settle_secs: 20.0,
+            qps: 100.0,
+            burst: 200,
+            phases: vec![phase_result("quiet", None), phase_result("settled", Some((20.0, 12.4)))],
+        };
+        let table = markdown(&result);
+        assert!(
+            table.contains("| quiet | 0.50 | 1.00 | 4.00 | 5.00 | - | - | 80 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| settled | 0.50 | 1.00 | 4.00 | 5.00 | 16.0 | 12 | 80 |"),
+            "{table}"
+        );
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

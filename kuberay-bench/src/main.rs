@@ -53,6 +53,10 @@ struct IsolationArgs {
     /// How long a slow dashboard holds each request, in milliseconds.
     #[arg(long, default_value_t = 5_000)]
     dashboard_delay_ms: u64,
+    /// How long the slow RayJobs run after all are Running before the settled phase, in seconds (0: no
+    /// settled phase). The default covers two of their job-info cycles (3 s requeue + 5 s dashboard).
+    #[arg(long, default_value_t = 20)]
+    settle_secs: u64,
     /// Longest wait for one phase, in seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -323,6 +327,7 @@ async fn isolation(args: IsolationArgs) -> anyhow::Result<()> {
         healthy_jobs: args.healthy_jobs,
         slow_jobs: args.slow_jobs,
         dashboard_delay: Duration::from_millis(args.dashboard_delay_ms),
+        settle: Duration::from_secs(args.settle_secs),
         qps: args.qps,
         burst: args.burst,
         timeout: Duration::from_secs(args.timeout),
