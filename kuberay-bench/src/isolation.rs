@@ -25,8 +25,6 @@ use crate::experiment;
 use crate::operator::Operator;
 use crate::run::{self, NAMESPACE};
 
-/// The stretch at the end of the settling over which the slow RayJobs' own request rate is measured.
-const SETTLE_RATE_WINDOW: Duration = Duration::from_secs(5);
 /// How often progress is sampled.
 const POLL: Duration = Duration::from_millis(100);
 /// The experiment number the measured clusters are labelled with (outside KubeRay's 1-3 and scale's 9).
@@ -103,8 +101,8 @@ pub struct PhaseResult {
     pub slow_running_secs: Option<f64>,
     /// Seconds the slow RayJobs then ran before the measurement (settled phase).
     pub settled_secs: Option<f64>,
-    /// API requests per second the simulator served over the last [`SETTLE_RATE_WINDOW`] before the
-    /// measurement, when the slow RayJobs were all it served (settled phase).
+    /// API requests per second the simulator served over the second half of the settling, when the slow
+    /// RayJobs were all it served (settled phase).
     pub settled_requests_per_sec: Option<f64>,
     /// API requests per second the simulator served from the first create until all were done.
     pub api_requests_per_sec: f64,
@@ -347,14 +345,16 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize, settle: Duration) -
     .map_err(|e| anyhow::anyhow!("starting kube-sim: {e}"))?;
     let ray = HollowRay::attach(&sim, HollowRayOptions::default());
     run::install_crds(&sim.client()).await?;
-    let kubeconfig = options.work_dir.join(format!("kubeconfig-isolation-{slow_jobs}"));
+    let kubeconfig = options
+        .work_dir
+        .join(format!("kubeconfig-isolation-{slow_jobs}-{}s", settle.as_secs()));
     sim.write_kubeconfig(&kubeconfig)
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let mut operator = Operator::spawn(
         &options.operator,
         &kubeconfig,
         &options.work_dir,
-        &format!("isolation-{slow_jobs}"),
+        &format!("isolation-{slow_jobs}-{}s", settle.as_secs()),
         &[
             "--use-kubernetes-proxy".to_owned(),
             "--qps".to_owned(),
@@ -391,7 +391,9 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize, settle: Duration) -
     let settled_requests_per_sec = if settle.is_zero() {
         None
     } else {
-        let window = SETTLE_RATE_WINDOW.min(settle);
+        // The second half: by default two whole job-info cycles (3 s requeue + 5 s dashboard), so that each
+        // slow RayJob is counted as often as its cycle makes it ask, whatever its phase in the cycle.
+        let window = settle / 2;
         tokio::time::sleep(settle - window).await;
         sim.clear_request_log();
         tokio::time::sleep(window).await;
@@ -450,6 +452,9 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize, settle: Duration) -
             elapsed,
         ),
     };
+    if let Some(rate) = result.settled_requests_per_sec {
+        eprintln!("{}: the slow RayJobs alone: {rate:.1} API requests/s", result.label);
+    }
     eprintln!(
         "{}: RayCluster ready p50 {:.2} s p99 {:.2} s; RayJob Complete p50 {:.2} s p99 {:.2} s; {:.0} API requests/s",
         result.label,
@@ -488,7 +493,7 @@ pub fn markdown(result: &IsolationResult) -> String {
             phase.slow_running_secs.map_or("-".to_owned(), |s| format!("{s:.1}")),
             phase
                 .settled_requests_per_sec
-                .map_or("-".to_owned(), |r| format!("{r:.0}")),
+                .map_or("-".to_owned(), |r| format!("{r:.1}")),
             phase.api_requests_per_sec,
         ));
     }
@@ -520,7 +525,7 @@ fn client_rate(qps: f64, burst: i64) -> String {
 mod tests {
     use super::*;
 
-    fn phase_result(label: &str, settled: Option<(f64, f64)>) -> PhaseResult {
+    fn phase_result(label: &str, slow_running: Option<f64>, settled: Option<(f64, f64)>) -> PhaseResult {
         PhaseResult {
             label: label.to_owned(),
             cluster_ready: Percentiles {
@@ -533,7 +538,7 @@ mod tests {
                 p99: 5.0,
                 max: 5.0,
             },
-            slow_running_secs: settled.map(|_| 16.0),
+            slow_running_secs: slow_running,
             settled_secs: settled.map(|(secs, _)| secs),
             settled_requests_per_sec: settled.map(|(_, rate)| rate),
             api_requests_per_sec: 80.0,
@@ -551,7 +556,11 @@ mod tests {
             settle_secs: 20.0,
             qps: 100.0,
             burst: 200,
-            phases: vec![phase_result("quiet", None), phase_result("settled", Some((20.0, 12.4)))],
+            phases: vec![
+                phase_result("quiet", None, None),
+                phase_result("loaded", Some(15.0), None),
+                phase_result("settled", Some(16.0), Some((32.0, 12.4))),
+            ],
         };
         let table = markdown(&result);
         assert!(
@@ -559,7 +568,11 @@ mod tests {
             "{table}"
         );
         assert!(
-            table.contains("| settled | 0.50 | 1.00 | 4.00 | 5.00 | 16.0 | 12 | 80 |"),
+            table.contains("| loaded | 0.50 | 1.00 | 4.00 | 5.00 | 15.0 | - | 80 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| settled | 0.50 | 1.00 | 4.00 | 5.00 | 16.0 | 12.4 | 80 |"),
             "{table}"
         );
     }

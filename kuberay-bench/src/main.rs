@@ -54,8 +54,9 @@ struct IsolationArgs {
     #[arg(long, default_value_t = 5_000)]
     dashboard_delay_ms: u64,
     /// How long the slow RayJobs run after all are Running before the settled phase, in seconds (0: no
-    /// settled phase). The default covers two of their job-info cycles (3 s requeue + 5 s dashboard).
-    #[arg(long, default_value_t = 20)]
+    /// settled phase). Their request rate is measured over its second half: by default two of their job-info
+    /// cycles (3 s requeue + 5 s dashboard).
+    #[arg(long, default_value_t = 32)]
     settle_secs: u64,
     /// Longest wait for one phase, in seconds.
     #[arg(long, default_value_t = 600)]

@@ -93,9 +93,17 @@ pub fn is_cargo_run_variable(key: &str) -> bool {
         )
 }
 
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// `N` distinct free TCP ports on 127.0.0.1. All `N` listeners are held until every port is chosen: ports
+/// picked one at a time may repeat once released.
+pub fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
+    let mut ports = [0; N];
+    let mut listeners = Vec::with_capacity(N);
+    for port in &mut ports {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        *port = listener.local_addr()?.port();
+        listeners.push(listener);
+    }
+    Ok(ports)
 }
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on every Linux ABI we run on).
@@ -203,7 +211,7 @@ pub struct Operator {
 impl Operator {
     /// Starts `binary` against `kubeconfig` with `extra` flags appended, logging to `dir/operator-<tag>.log`.
     pub fn spawn(binary: &Path, kubeconfig: &Path, dir: &Path, tag: &str, extra: &[String]) -> anyhow::Result<Self> {
-        let (metrics_port, probe_port) = (free_port()?, free_port()?);
+        let [metrics_port, probe_port] = free_ports::<2>()?;
         let log = dir.join(format!("operator-{tag}.log"));
         let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut command = Command::new(binary);
