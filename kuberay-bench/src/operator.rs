@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use kube_sim::network::ports::unused_loopback_port;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The script that builds the operator exactly as it is shipped (release profile, static glibc, for
@@ -91,19 +92,6 @@ pub fn is_cargo_run_variable(key: &str) -> bool {
             key,
             "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_RUSTC_CURRENT_DIR"
         )
-}
-
-/// `N` distinct free TCP ports on 127.0.0.1. All `N` listeners are held until every port is chosen: ports
-/// picked one at a time may repeat once released.
-pub fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
-    let mut ports = [0; N];
-    let mut listeners = Vec::with_capacity(N);
-    for port in &mut ports {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        *port = listener.local_addr()?.port();
-        listeners.push(listener);
-    }
-    Ok(ports)
 }
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on every Linux ABI we run on).
@@ -211,7 +199,7 @@ pub struct Operator {
 impl Operator {
     /// Starts `binary` against `kubeconfig` with `extra` flags appended, logging to `dir/operator-<tag>.log`.
     pub fn spawn(binary: &Path, kubeconfig: &Path, dir: &Path, tag: &str, extra: &[String]) -> anyhow::Result<Self> {
-        let [metrics_port, probe_port] = free_ports::<2>()?;
+        let (metrics_port, probe_port) = (unused_loopback_port()?, unused_loopback_port()?);
         let log = dir.join(format!("operator-{tag}.log"));
         let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut command = Command::new(binary);

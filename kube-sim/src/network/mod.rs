@@ -10,12 +10,14 @@
 //!   calls.
 //! - [`files`]: the pods' `resolv.conf` and `hosts`.
 //! - [`view`], [`proxy`], [`dns`]: the Services as seen from the network, the service proxy, the DNS.
+//! - [`ports`]: free loopback ports for the programs started beside a simulator.
 
 pub mod bridge;
 pub mod cidr;
 pub mod dns;
 pub mod files;
 pub mod host;
+pub mod ports;
 pub mod proxy;
 pub mod state;
 pub mod view;

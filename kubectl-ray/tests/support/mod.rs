@@ -71,20 +71,7 @@ fn is_cargo_test_variable(key: &str) -> bool {
 
 /// A free local TCP port, never the same one twice in a test process.
 pub fn free_port() -> u16 {
-    // A released port may come back from the next bind; two callers given the same one (an operator's metrics
-    // and probe ports) would fail to start. So no port is handed out twice in one test process.
-    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if GIVEN.lock().unwrap().insert(port) {
-            return port;
-        }
-    }
+    kube_sim::network::ports::unused_loopback_port().unwrap()
 }
 
 /// The operator, running; killed on drop (its log printed if the test failed).

@@ -3,7 +3,6 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -174,19 +173,7 @@ pub fn operator_binary() -> PathBuf {
 
 /// A free local TCP port, never the same one twice in a test process.
 pub fn free_port() -> u16 {
-    // A released port may come back from the next bind; two callers given the same one (an operator's metrics
-    // and probe ports) would fail to start. So no port is handed out twice in one test process.
-    static GIVEN: std::sync::Mutex<BTreeSet<u16>> = std::sync::Mutex::new(BTreeSet::new());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if GIVEN.lock().unwrap().insert(port) {
-            return port;
-        }
-    }
+    kube_sim::network::ports::unused_loopback_port().unwrap()
 }
 
 /// Polls `check` every `every` until it yields `Some`, failing after `timeout`.

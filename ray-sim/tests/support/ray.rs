@@ -4,11 +4,13 @@
 //! install fails the test that needs Ray: it is never skipped.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use kube_sim::network::ports::unused_loopback_port;
 
 /// The virtualenv holding the pinned Ray, installing it if it is not there yet.
 pub fn ray_venv() -> &'static Path {
@@ -21,14 +23,6 @@ pub fn ray_venv() -> &'static Path {
         assert!(dir.join("bin/ray").is_file(), "no bin/ray in {}", dir.display());
         dir
     })
-}
-
-/// `N` distinct free TCP ports on loopback (bound and released; Ray binds them right after). All `N` listeners
-/// are held until every port is chosen: ports picked one at a time may repeat once released, and Ray refuses to
-/// start when two of its components are given the same port.
-pub fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
 }
 
 /// One real Ray head (`ray start --head --block`) in its own session and temp dir, on loopback. Dropping it
@@ -77,8 +71,9 @@ impl RealRayHead {
             ]
             .map(String::from),
         );
-        // One port per flag, then the dashboard's and the Serve proxy's, all distinct.
-        let ports = free_ports::<10>();
+        // One port per flag, then the dashboard's and the Serve proxy's, all distinct (Ray refuses to start
+        // when two of its components are given the same port).
+        let ports: [u16; 10] = std::array::from_fn(|_| unused_loopback_port().unwrap());
         let (dashboard_port, serve_port) = (ports[8], ports[9]);
         args.push(format!("--dashboard-port={dashboard_port}"));
         args.push(format!("--temp-dir={}", dir.join("t").display()));
