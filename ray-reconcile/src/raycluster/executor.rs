@@ -186,6 +186,13 @@ impl Context {
                 unsatisfied.insert(group);
             }
         }
+        // Counted before the snapshot: a pod that reaches the index in between is then counted twice, which
+        // errs towards creating fewer pods, never more.
+        let unobserved_worker_creates =
+            self.expectations
+                .unobserved_creates(&key.namespace, &key.name, plan::HEAD_GROUP_KEY, |name| {
+                    self.pods.contains(&key.namespace, name)
+                });
         // Snapshot the pods only after the expectations were checked: a pod that reached the index
         // between an earlier snapshot and the check would satisfy its create expectation while missing
         // from the snapshot, and the plan would create it a second time.
@@ -199,6 +206,7 @@ impl Context {
                 .filter(|s| s.identifier.is_empty() || s.identifier.ends_with(&identifier))
                 .collect(),
             unsatisfied_groups: unsatisfied,
+            unobserved_worker_creates,
             tls_block: None,
         }
     }

@@ -101,6 +101,32 @@ impl ScaleExpectations {
         satisfied
     }
 
+    /// How many pods of the cluster's groups other than `except_group` were created and are not in the watch
+    /// cache yet (`exists(name)` answers from it), the records that timed out included until a check drops
+    /// them. A pass that plans against a limit on pods counts these too: its snapshot of the cache does not
+    /// hold them, and the groups they belong to are skipped, but other groups' creates are not.
+    pub fn unobserved_creates(
+        &self,
+        namespace: &str,
+        cluster: &str,
+        except_group: &str,
+        exists: impl Fn(&str) -> bool,
+    ) -> usize {
+        let Ok(clusters) = self.clusters.lock() else {
+            return 0;
+        };
+        clusters
+            .get(&(namespace.to_owned(), cluster.to_owned()))
+            .map_or(0, |records| {
+                records
+                    .iter()
+                    .filter(|(pod, record)| {
+                        record.action == ScaleAction::Create && record.group != except_group && !exists(pod)
+                    })
+                    .count()
+            })
+    }
+
     /// Forget every record of a cluster (it was deleted, or all its pods were wiped).
     pub fn forget_cluster(&self, namespace: &str, cluster: &str) {
         if let Ok(mut clusters) = self.clusters.lock() {
@@ -134,6 +160,21 @@ mod tests {
         assert!(e.is_satisfied("ns", "c", "g2", now, |n| n == "b"));
         e.forget_cluster("ns", "c");
         assert!(e.is_satisfied("ns", "c", "g1", now, |_| false));
+    }
+
+    #[test]
+    fn unobserved_creates_count_the_other_groups_pods_not_in_the_cache() {
+        let e = ScaleExpectations::new();
+        let now = Instant::now();
+        e.expect("ns", "c", "", "head", ScaleAction::Create, now);
+        e.expect("ns", "c", "g1", "a", ScaleAction::Create, now);
+        e.expect("ns", "c", "g2", "b", ScaleAction::Create, now);
+        e.expect("ns", "c", "g2", "seen", ScaleAction::Create, now);
+        e.expect("ns", "c", "g3", "gone", ScaleAction::Delete, now);
+        e.expect("ns", "other", "g1", "x", ScaleAction::Create, now);
+        assert_eq!(e.unobserved_creates("ns", "c", "", |n| n == "seen"), 2);
+        assert_eq!(e.unobserved_creates("ns", "c", "", |_| true), 0);
+        assert_eq!(e.unobserved_creates("ns", "none", "", |_| false), 0);
     }
 
     #[test]

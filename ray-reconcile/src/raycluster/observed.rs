@@ -240,6 +240,9 @@ pub struct ObservedState {
     pub head_services: Vec<Arc<ServiceInfo>>,
     /// Groups whose scale expectations are not yet satisfied (`""` is the head).
     pub unsatisfied_groups: HashSet<String>,
+    /// Worker pods this controller created that `pods` does not hold yet (the watch has not delivered
+    /// them). They are Pending and wait for a node as far as any limit on such pods is concerned.
+    pub unobserved_worker_creates: usize,
     /// mTLS clusters only: why no pod may be created yet (certificates not issued, Secrets
     /// incomplete); `None` when pods may be created or TLS is off.
     pub tls_block: Option<String>,

@@ -358,11 +358,15 @@ pub fn plan_pods_from(
     let autoscaling = cluster.spec.enable_in_tree_autoscaling == Some(true);
     let surplus = surplus_deletion_enabled(autoscaling, config.enable_random_pod_delete);
     let unscheduled_limit = config.max_unscheduled_workers;
+    // Pods created by earlier passes that the watch has not delivered yet count too: their groups are
+    // skipped until it does, but a cluster with many groups would otherwise fill the room again from the
+    // others on every pass while the watch lags.
     let awaiting_node = observed
         .pods
         .iter()
         .filter(|p| p.role == PodRole::Worker && p.awaiting_node && !p.pod.deletion_timestamp_set)
-        .count();
+        .count()
+        + observed.unobserved_worker_creates;
     // What may still be created this pass, and whether the unscheduled-pod limit (rather than the pass
     // budget) is what binds.
     let room = |worker_creates: usize| {
@@ -867,5 +871,13 @@ spec:
         assert_eq!(run(Some(1000), &observed(1000, 500)), (0, false, Some(1000)));
         // No limit (KubeRay): the pass budget again.
         assert_eq!(run(None, &observed(1000, 0)), (MAX_WORKER_CREATES_PER_PASS, true, None));
+        // Creates the watch has not delivered yet count as waiting: 900 seen and 80 in flight leave room
+        // for 20, and 900 + 100 for none.
+        let in_flight = |unobserved: usize| ObservedState {
+            unobserved_worker_creates: unobserved,
+            ..observed(900, 0)
+        };
+        assert_eq!(run(Some(1000), &in_flight(80)), (20, false, Some(980)));
+        assert_eq!(run(Some(1000), &in_flight(100)), (0, false, Some(1000)));
     }
 }
