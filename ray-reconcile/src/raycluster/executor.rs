@@ -190,7 +190,7 @@ impl Context {
         // errs towards creating fewer pods, never more.
         let unobserved_worker_creates =
             self.expectations
-                .unobserved_creates(&key.namespace, &key.name, plan::HEAD_GROUP_KEY, |name| {
+                .unobserved_creates(&key.namespace, &key.name, plan::HEAD_GROUP_KEY, now, |name| {
                     self.pods.contains(&key.namespace, name)
                 });
         // Snapshot the pods only after the expectations were checked: a pod that reached the index

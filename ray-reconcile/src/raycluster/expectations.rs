@@ -101,17 +101,20 @@ impl ScaleExpectations {
         satisfied
     }
 
-    /// How many pods of the cluster's groups other than `except_group` were created and are not in the watch
-    /// cache yet (`exists(name)` answers from it), the records that timed out included until a check drops
-    /// them. A pass that plans against a limit on pods counts these too: its snapshot of the cache does not
-    /// hold them, and the groups they belong to are skipped, but other groups' creates are not.
+    /// How many pods of the cluster's groups other than `except_group` were created within the create
+    /// timeout and are not in the watch cache yet (`exists(name)` answers from it). A pass that plans against
+    /// a limit on pods counts these too: its snapshot of the cache does not hold them, and the groups they
+    /// belong to are skipped, but other groups' creates are not. Timed-out records are left out: a pod deleted
+    /// before the cache saw it, in a group since removed from the spec, is never checked again.
     pub fn unobserved_creates(
         &self,
         namespace: &str,
         cluster: &str,
         except_group: &str,
+        now: Instant,
         exists: impl Fn(&str) -> bool,
     ) -> usize {
+        let timeout = self.timeout.unwrap_or(EXPECTATIONS_TIMEOUT);
         let Ok(clusters) = self.clusters.lock() else {
             return 0;
         };
@@ -121,7 +124,10 @@ impl ScaleExpectations {
                 records
                     .iter()
                     .filter(|(pod, record)| {
-                        record.action == ScaleAction::Create && record.group != except_group && !exists(pod)
+                        record.action == ScaleAction::Create
+                            && record.group != except_group
+                            && now.saturating_duration_since(record.at) < timeout
+                            && !exists(pod)
                     })
                     .count()
             })
@@ -172,9 +178,12 @@ mod tests {
         e.expect("ns", "c", "g2", "seen", ScaleAction::Create, now);
         e.expect("ns", "c", "g3", "gone", ScaleAction::Delete, now);
         e.expect("ns", "other", "g1", "x", ScaleAction::Create, now);
-        assert_eq!(e.unobserved_creates("ns", "c", "", |n| n == "seen"), 2);
-        assert_eq!(e.unobserved_creates("ns", "c", "", |_| true), 0);
-        assert_eq!(e.unobserved_creates("ns", "none", "", |_| false), 0);
+        assert_eq!(e.unobserved_creates("ns", "c", "", now, |n| n == "seen"), 2);
+        assert_eq!(e.unobserved_creates("ns", "c", "", now, |_| true), 0);
+        assert_eq!(e.unobserved_creates("ns", "none", "", now, |_| false), 0);
+        // Past the create timeout a record no longer counts, checked or not.
+        let later = now + EXPECTATIONS_TIMEOUT;
+        assert_eq!(e.unobserved_creates("ns", "c", "", later, |n| n == "seen"), 0);
     }
 
     #[test]
