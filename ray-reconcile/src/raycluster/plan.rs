@@ -385,10 +385,10 @@ pub fn plan_pods_from(
         }
         let mut replicas = group_replicas(group);
         let mut group_pods: Vec<&PodInfo> = observed.group_pods(g).collect();
-        // The clock and the stored status only change the reported state of an upgrade, never what a pass does.
+        // The clock only changes the reported state of an upgrade, never what a pass does.
         let rollout = rollout_options
             .as_ref()
-            .and_then(|o| rolling::group_step(o, group, &group_pods, config.gates.ray_multi_host_indexing, 0, false))
+            .and_then(|o| rolling::group_step(o, group, &group_pods, config.gates.ray_multi_host_indexing, 0))
             .and_then(Result::ok);
         if let Some(step) = &rollout {
             replicas = with_surge(&replicas, step.surge, config.gates.ray_multi_host_indexing);

@@ -98,10 +98,6 @@ pub struct StepSettings {
     pub now_unix: i64,
     /// `progressDeadlineSeconds`.
     pub progress_deadline_seconds: i64,
-    /// The stored status reports an upgrade under way. Once no outdated replica is left, such an upgrade is
-    /// complete only when every desired replica is updated and ready; without one under way, replicas still
-    /// starting are a scale-up, not an upgrade.
-    pub upgrading: bool,
 }
 
 /// Groups a worker group's pods into replicas; `listed` are the `workersToDelete` names.
@@ -166,27 +162,12 @@ pub fn step(view: &GroupView, bounds: RollingUpdateBounds, settings: StepSetting
         .max_surge
         .min(count(outdated.len()) + count(view.terminating))
         .max(0);
-    let unready_updated: Vec<&Unit> = view.units.iter().filter(|u| u.updated && !u.ready).collect();
-    // The oldest updated replica unready past the deadline.
-    let stuck = unready_updated
-        .iter()
-        .filter_map(|u| {
-            let age = settings.now_unix - u.created_unix?;
-            (age > settings.progress_deadline_seconds).then(|| (age, u.pods.first().cloned().unwrap_or_default()))
-        })
-        .max();
     if outdated.is_empty() {
-        let settled = count(progress.updated_ready) >= view.desired;
-        let state = match stuck {
-            _ if settled || !settings.upgrading => RolloutState::Complete,
-            Some((seconds, pod)) => RolloutState::Stuck { pod, seconds },
-            None => RolloutState::Progressing,
-        };
         return RollingStep {
             delete: Vec::new(),
             surge,
             progress,
-            state,
+            state: RolloutState::Complete,
         };
     }
     if settings.paused {
@@ -200,12 +181,20 @@ pub fn step(view: &GroupView, bounds: RollingUpdateBounds, settings: StepSetting
             state: RolloutState::Paused,
         };
     }
+    let unready_updated: Vec<&Unit> = view.units.iter().filter(|u| u.updated && !u.ready).collect();
     let budget = count(view.units.len()) - (view.desired - bounds.max_unavailable) - count(unready_updated.len());
     let budget = usize::try_from(budget.max(0)).unwrap_or(0);
     let mut candidates = outdated;
     // Unready first (deleting them costs no availability), then by name for a stable order.
     candidates.sort_by(|a, b| a.ready.cmp(&b.ready).then_with(|| a.pods.cmp(&b.pods)));
     let delete: Vec<Vec<String>> = candidates.iter().take(budget).map(|u| u.pods.clone()).collect();
+    let stuck = unready_updated
+        .iter()
+        .filter_map(|u| {
+            let age = settings.now_unix - u.created_unix?;
+            (age > settings.progress_deadline_seconds).then(|| (age, u.pods.first().cloned().unwrap_or_default()))
+        })
+        .max();
     let state = match stuck {
         Some((seconds, pod)) if delete.is_empty() => RolloutState::Stuck { pod, seconds },
         _ => RolloutState::Progressing,
@@ -233,7 +222,6 @@ pub fn group_step(
     pods: &[&PodInfo],
     multi_host_indexing: bool,
     now_unix: i64,
-    upgrading: bool,
 ) -> Option<Result<RollingStep, ValidationError>> {
     let replicas = super::status::group_replicas(group);
     if replicas.suspend {
@@ -260,7 +248,6 @@ pub fn group_step(
         paused: options.suspend == Some(true),
         now_unix,
         progress_deadline_seconds: rolling_update::progress_deadline_seconds(options),
-        upgrading,
     };
     Some(Ok(step(&view, bounds, settings)))
 }

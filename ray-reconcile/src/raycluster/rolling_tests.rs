@@ -14,7 +14,6 @@ const SETTINGS: StepSettings = StepSettings {
     paused: false,
     now_unix: 10_000,
     progress_deadline_seconds: 600,
-    upgrading: false,
 };
 
 fn unit(name: &str, updated: bool, ready: bool) -> Unit {
@@ -114,44 +113,6 @@ fn complete_when_every_replica_is_updated() {
     let units = (0..3).map(|i| unit(&format!("n-{i}"), true, true)).collect();
     let s = step(&view(3, units), bounds(1, 1), SETTINGS);
     assert_eq!((s.delete.len(), s.surge, s.state), (0, 0, RolloutState::Complete));
-}
-
-#[test]
-fn an_upgrade_under_way_completes_only_when_every_replica_is_updated_and_ready() {
-    let upgrading = StepSettings {
-        upgrading: true,
-        ..SETTINGS
-    };
-    let updated = |n: usize| -> Vec<Unit> { (0..n).map(|i| unit(&format!("n-{i:02}"), true, true)).collect() };
-    // The last outdated replica is gone and its replacement not created yet: 19 of 20.
-    let s = step(&view(20, updated(19)), bounds(2, 0), upgrading);
-    assert_eq!((s.delete.len(), s.state), (0, RolloutState::Progressing));
-    assert_eq!((s.progress.updated, s.progress.updated_ready), (19, 19));
-    // Created but not ready yet.
-    let mut units = updated(19);
-    units.push(unit("n-19", true, false));
-    assert_eq!(
-        step(&view(20, units.clone()), bounds(2, 0), upgrading).state,
-        RolloutState::Progressing
-    );
-    // A replacement unready past the deadline is reported, though nothing is left to delete.
-    units[19].created_unix = Some(SETTINGS.now_unix - 601);
-    assert_eq!(
-        step(&view(20, units), bounds(2, 0), upgrading).state,
-        RolloutState::Stuck {
-            pod: "n-19".to_owned(),
-            seconds: 601
-        }
-    );
-    // Every replica updated and ready.
-    let s = step(&view(20, updated(20)), bounds(2, 0), upgrading);
-    assert_eq!(s.state, RolloutState::Complete);
-    assert_eq!((s.progress.updated, s.progress.updated_ready), (20, 20));
-    // Without an upgrade under way, replicas still to come are a scale-up, not an upgrade.
-    assert_eq!(
-        step(&view(20, updated(19)), bounds(2, 0), SETTINGS).state,
-        RolloutState::Complete
-    );
 }
 
 fn pod_info(name: &str, hash: &str, replica: Option<&str>, ready: bool, terminating: bool) -> PodInfo {

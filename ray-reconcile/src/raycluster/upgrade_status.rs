@@ -63,11 +63,10 @@ pub fn apply(
         }
     };
     let now_unix = now.0.as_second();
-    let upgrading = conditions::is_true(conds, WORKER_UPGRADE_IN_PROGRESS);
     let mut outcomes = Vec::new();
     for group in cluster.spec.worker_group_specs.iter().flatten() {
         let pods: Vec<_> = observed.group_pods(&group.group_name).collect();
-        match rolling::group_step(&options, group, &pods, multi_host_indexing, now_unix, upgrading) {
+        match rolling::group_step(&options, group, &pods, multi_host_indexing, now_unix) {
             None => {}
             Some(Ok(step)) => outcomes.push(GroupOutcome {
                 name: group.group_name.clone(),
