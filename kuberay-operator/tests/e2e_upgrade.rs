@@ -19,7 +19,7 @@ use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use serde_json::json;
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, node_type, running};
 
 const NS: &str = "default";
@@ -332,8 +332,10 @@ async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
     // The head was left alone; status and events tell the story.
     let pods = env.pods().await;
     assert_eq!(pods.iter().find(|p| node_type(p) == "head").unwrap().uid(), head_uid);
+    // The condition turns complete once no outdated pod is left; the pass that deletes the last ones reports
+    // their replacements before they exist, so the counts can catch up a pass later.
     let status = common::wait_for(
-        "upgrade reported complete",
+        "upgrade reported complete with every replica updated and ready",
         WAIT,
         Duration::from_millis(100),
         || async {
@@ -343,7 +345,11 @@ async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
                 .as_ref()?
                 .iter()
                 .any(|c| c.type_ == "WorkerUpgradeInProgress" && c.reason == "RollingUpdateComplete");
-            complete.then_some(status)
+            let settled =
+                status.worker_group_upgrades.as_ref()?.iter().all(|g| {
+                    g.updated_replicas == g.desired_replicas && g.updated_ready_replicas == g.desired_replicas
+                });
+            (complete && settled).then_some(status)
         },
     )
     .await;
