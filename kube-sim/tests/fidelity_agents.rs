@@ -13,7 +13,7 @@ use kube_sim::{AgentConfig, Gvr, SimConfig, SimHandle, SimServer};
 use serde_json::{Value, json};
 use support::{WAIT, wait_for};
 
-mod support;
+use crate::support;
 
 fn agents() -> AgentConfig {
     AgentConfig {

@@ -3,7 +3,7 @@
 //! impersonation and the review APIs, each named after the kube-apiserver behaviour it mirrors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -12,7 +12,7 @@ use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
 use serde_json::json;
 use support::{WAIT, wait_for};
 
-mod support;
+use crate::support;
 
 async fn running_pod(name: &str) -> (SimHandle, Api<Pod>, String) {
     let sim = SimServer::start(SimConfig {

@@ -14,7 +14,7 @@ use kube_sim::{AgentConfig, SimConfig, SimHandle, SimServer};
 use serde_json::{Value, json};
 use support::{WAIT, wait_for};
 
-mod support;
+use crate::support;
 
 async fn start() -> SimHandle {
     SimServer::start(SimConfig {

@@ -2,7 +2,7 @@
 //! content hashes, documents rebuilt when a CRD adds a kind, and schemas that name the served kinds.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use http::header::ACCEPT;
 use http_body_util::BodyExt;

@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::process::Command;
 
-mod support;
+use crate::support;
 
 /// Runs exec'd commands on the host, as a process runtime would in the container.
 #[derive(Debug)]

@@ -24,7 +24,7 @@ use ray_api::RayCluster;
 use ray_sim::{HollowAutoscalerOptions, HollowRay, HollowRayOptions, rayclusters_gvr};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, running};
 
 const NS: &str = "default";

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ray_sim::{HollowRay, HollowRayOptions};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, kubectl};
 
 const NS: &str = "default";

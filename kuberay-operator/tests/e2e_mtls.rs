@@ -19,7 +19,7 @@ use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, node_type};
 
 const NS: &str = "default";

@@ -14,7 +14,7 @@ use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, sample_document};
 
 const NS: &str = "default";

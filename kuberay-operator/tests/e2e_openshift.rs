@@ -20,7 +20,7 @@ use ray_api::RayCluster;
 use ray_podgen::route::{Route, RouteSpec, RouteTargetReference};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";

@@ -15,7 +15,7 @@ use kube::{Client, ResourceExt};
 use ray_api::RayCluster;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, http_get, one_head_and_running_workers, resident_memory_bytes};
 
 const NS: &str = "default";

@@ -17,7 +17,7 @@ use ray_api::RayCluster;
 use ray_gang::volcano::{PodGroup, Queue};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, node_type, running};
 
 const NS: &str = "default";

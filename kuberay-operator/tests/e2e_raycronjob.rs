@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use ray_api::{RayCronJob, RayJob};
 use serde_json::json;
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, sample_document};
 
 const NS: &str = "default";

@@ -20,7 +20,7 @@ use ray_gang::volcano::PodGroup;
 use ray_sim::{HollowRay, HollowRayOptions};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";

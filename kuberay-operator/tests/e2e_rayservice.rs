@@ -22,7 +22,7 @@ use kube::{Client, ResourceExt};
 use ray_api::{RayCluster, RayService};
 use ray_sim::{AppStatus, HollowRay, HollowRayOptions};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";

@@ -22,7 +22,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use ray_api::{ClusterUpgradeOptions, RayCluster, RayService};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port};
 use ray_sim::{HollowRay, HollowRayOptions};
 

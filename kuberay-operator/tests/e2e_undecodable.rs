@@ -17,7 +17,7 @@ use kube::core::GroupVersionKind;
 use ray_api::RayCluster;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port, http_get};
 
 const NS: &str = "default";

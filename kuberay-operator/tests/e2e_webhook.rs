@@ -19,7 +19,7 @@ use ray_api::{RayCluster, RayJob};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Operator, SimEnv, free_port};
 
 const NS: &str = "default";

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-mod common;
+use crate::common;
 use common::fuzz::{self, Mutant, Rng, Scope, Verdict};
 use ray_api::validation::ValidationOptions;
 use ray_reconcile::admission::{WebhookKind, review};

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
 
-mod common;
+use crate::common;
 use common::fuzz::{self, Mutant, Rng, Scope, Verdict};
 use ray_api::validation::ValidationOptions;
 use serde_json::Value;

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 const RELEASE: &str = "kuberay-operator";
 const NAMESPACE: &str = "ray-system";

@@ -1,4 +1,4 @@
-//! Helpers shared by kube-sim's integration tests. Each test file includes this module and uses only part of
+//! Helpers shared by kube-sim's integration tests. Each test binary includes this module and uses only part of
 //! it.
 #![allow(dead_code)]
 

@@ -30,7 +30,7 @@ pub fn operator_binary() -> &'static Path {
         let profile = bin_dir.file_name().unwrap().to_string_lossy().into_owned();
         let mut command = Command::new(cargo);
         command
-            .args(["test", "--no-run", "--quiet", "--workspace", "--test", "e2e_raycluster"])
+            .args(["test", "--no-run", "--quiet", "--workspace", "--test", "e2e_rbac"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         if profile == "release" {
             command.arg("--release");
