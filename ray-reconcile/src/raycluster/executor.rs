@@ -5,7 +5,7 @@
 
 use super::desired::desired_children;
 use super::error::{ErrorMarker, PassError, ReconcileError};
-use super::expectations::{ScaleAction, ScaleExpectations};
+use super::expectations::{EXPECTATIONS_TIMEOUT, ScaleAction, ScaleExpectations};
 use super::index::{ClusterIndex, ClusterKey};
 use super::observed::{ObservedState, PodInfo, ServiceInfo};
 use super::plan::{self, DeleteKind, PodAction, PodPlan, Preflight};
@@ -290,6 +290,8 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     let mut desired = desired_children(cluster, &ctx.podgen, &ctx.config);
     let mut pass_error = children::reconcile(cluster, ctx, &desired).await.err();
     let mut deferred_creates = false;
+    // Worker creation waits at the unscheduled-pod limit and counts creates the watch has not delivered yet.
+    let mut limit_counts_unobserved_creates = false;
     if pass_error.is_none() {
         let mut observed = ctx.observe(cluster, Instant::now());
         if ctx.config.gates.ray_cluster_mtls && crate::mtls::tls_requested(cluster) {
@@ -299,6 +301,7 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         let pod_plan = plan::plan_pods_from(cluster, &observed, &ctx.config, &mut desired.pods, &mut suffix);
         deferred_creates = pod_plan.deferred_creates;
         let waiting_for_nodes = pod_plan.waiting_for_nodes;
+        limit_counts_unobserved_creates = waiting_for_nodes.is_some() && observed.unobserved_worker_creates > 0;
         pass_error = execute_pod_plan(cluster, ctx, pod_plan).await;
         let starts_waiting = ctx.starts_waiting_for_nodes(&cluster_key(cluster), waiting_for_nodes.is_some());
         if let (true, Some(waiting), Some(limit)) =
@@ -337,16 +340,45 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
     if let Some(e) = pass_error.or(calc_error) {
         return Err(e.into());
     }
-    if deferred_creates {
-        return Ok(Action::requeue(DEFERRED_CREATES_REQUEUE));
+    let outcome = PassOutcome {
+        deferred_creates,
+        status_written: inconsistent,
+        upgrading,
+        limit_counts_unobserved_creates,
+    };
+    Ok(requeue_after(&outcome, ctx.config.default_requeue).map_or(await_change, Action::requeue))
+}
+
+/// What a finished pass found that decides when it runs again.
+#[derive(Clone, Copy, Debug, Default)]
+struct PassOutcome {
+    /// Worker creates were left for a later pass.
+    deferred_creates: bool,
+    /// The status was written.
+    status_written: bool,
+    /// A rolling worker upgrade is in progress.
+    upgrading: bool,
+    /// Worker creation waits at the unscheduled-pod limit, and creates the watch has not delivered count.
+    limit_counts_unobserved_creates: bool,
+}
+
+/// When a pass that went through runs again without a change (None: only on a change).
+fn requeue_after(outcome: &PassOutcome, default_requeue: Option<Duration>) -> Option<Duration> {
+    if outcome.deferred_creates {
+        return Some(DEFERRED_CREATES_REQUEUE);
     }
-    if inconsistent {
-        return Ok(Action::requeue(SHORT_REQUEUE));
+    if outcome.status_written {
+        return Some(SHORT_REQUEUE);
     }
-    if upgrading {
-        return Ok(Action::requeue(UPGRADE_CHECK_REQUEUE));
+    if outcome.upgrading {
+        return Some(UPGRADE_CHECK_REQUEUE);
     }
-    Ok(ctx.config.default_requeue.map_or(await_change, Action::requeue))
+    if outcome.limit_counts_unobserved_creates {
+        // A create whose pod never reaches the watch stops counting when its expectation times out, and no
+        // pod event may come to say so: look again then, not only at the default requeue.
+        return Some(default_requeue.map_or(EXPECTATIONS_TIMEOUT, |d| d.min(EXPECTATIONS_TIMEOUT)));
+    }
+    default_requeue
 }
 
 /// The Warning that worker creation waits for pods to be scheduled, sent when the wait starts.
@@ -694,5 +726,52 @@ async fn create_pod(
                 .await;
             Err(pass_failure(marker, note))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULT: Option<Duration> = Some(Duration::from_secs(300));
+
+    #[test]
+    fn a_quiet_pass_runs_again_at_the_default_requeue_or_on_a_change() {
+        assert_eq!(requeue_after(&PassOutcome::default(), DEFAULT), DEFAULT);
+        assert_eq!(requeue_after(&PassOutcome::default(), None), None);
+    }
+
+    #[test]
+    fn unobserved_creates_at_the_limit_are_looked_at_again_when_they_expire() {
+        let waiting = PassOutcome {
+            limit_counts_unobserved_creates: true,
+            ..PassOutcome::default()
+        };
+        assert_eq!(requeue_after(&waiting, DEFAULT), Some(EXPECTATIONS_TIMEOUT));
+        assert_eq!(requeue_after(&waiting, None), Some(EXPECTATIONS_TIMEOUT));
+        // A shorter default requeue stays.
+        let short = Some(Duration::from_secs(10));
+        assert_eq!(requeue_after(&waiting, short), short);
+    }
+
+    #[test]
+    fn the_most_urgent_reason_wins() {
+        let all = PassOutcome {
+            deferred_creates: true,
+            status_written: true,
+            upgrading: true,
+            limit_counts_unobserved_creates: true,
+        };
+        assert_eq!(requeue_after(&all, DEFAULT), Some(DEFERRED_CREATES_REQUEUE));
+        let written = PassOutcome {
+            deferred_creates: false,
+            ..all
+        };
+        assert_eq!(requeue_after(&written, DEFAULT), Some(SHORT_REQUEUE));
+        let upgrading = PassOutcome {
+            status_written: false,
+            ..written
+        };
+        assert_eq!(requeue_after(&upgrading, DEFAULT), Some(UPGRADE_CHECK_REQUEUE));
     }
 }
