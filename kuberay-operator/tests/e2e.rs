@@ -3,7 +3,8 @@
 //! helpers and links kube-sim and every dependency once instead of once per area. The tests that must not
 //! share the machine with another test are binaries of their own (`[[test]]` in Cargo.toml): API faults and
 //! kill -9 (`e2e_faults`), extreme values, the RayCluster fuzzing, slow dashboards (`e2e_rayjob_isolation`),
-//! RBAC (two operators each), the in-cluster install (process pods) and real Ray.
+//! RBAC (each of its tests runs an operator, one at a time), the in-cluster install (process pods) and real
+//! Ray.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
