@@ -69,13 +69,8 @@ impl EndpointsController {
     fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
         match kind {
             SERVICES => {
-                let ns = &key.0;
-                let pods = self.cache.maps[PODS]
-                    .range((ns.clone(), String::new())..)
-                    .take_while(|(k, _)| &k.0 == ns)
-                    .map(|(k, p)| (k, p.as_ref()));
                 let selector = new.map(|svc| svc.value()["spec"]["selector"].take());
-                self.selection.service_changed(key, selector, pods);
+                self.selection.service_changed(key, selector, &self.cache.maps[PODS]);
                 self.dirty.insert(key.clone());
             }
             ENDPOINTS => {

@@ -2,14 +2,20 @@
 //!
 //! The EndpointSlice controller needs, for a pod change, the Services that select the pod and, for a Service,
 //! the pods it selects. Scanning for them made each pod change cost one selector check per Service of the
-//! namespace and each Service pass one per pod: with a RayCluster's head Service per cluster, 1,000 clusters and
+//! namespace and each new Service one per pod: with a RayCluster's head Service per cluster, 1,000 clusters and
 //! 10,000 pods in one namespace, that was most of the simulator's CPU. Here Services are indexed by one pair of
 //! their selector, so a pod is checked only against the Services indexed under one of its own labels (and the
-//! rare selectors with only null values, which cannot be indexed), and each Service's pods are kept as a set. Selectors often share pairs (every RayCluster head Service selects
+//! rare selectors with only null values, which cannot be indexed), and each Service's pods are kept as a set.
+//! Selectors often share pairs (every RayCluster head Service selects
 //! `app.kubernetes.io/created-by: kuberay-operator`), so a Service is indexed under the pair with the fewest
 //! Services already indexed under it.
+//!
+//! The other way round, pods are indexed by their labels under the keys some selector of their namespace uses
+//! (only those: a pod carries many labels no Service looks at), so a new Service's pods are found among the
+//! pods under its pair with the fewest pods instead of by checking every pod of the namespace.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -32,7 +38,15 @@ pub(super) struct ServiceSelection {
     unindexed: BTreeSet<Key>,
     /// The pods each Service selects, by key.
     members: HashMap<Key, BTreeSet<Key>>,
+    /// Per namespace, the label keys that selectors with an index use (string values only), with how many
+    /// selectors use each: the keys pods are indexed under.
+    selector_keys: HashMap<String, HashMap<String, usize>>,
+    /// Pods by each of their labels whose key is in `selector_keys`.
+    pods_by_pair: HashMap<Pair, BTreeSet<Key>>,
 }
+
+/// The pods the selection reads labels from: every pod, by key (the EndpointSlice controller's cache).
+pub(super) type Pods = BTreeMap<Key, Arc<StoredObject>>;
 
 /// How a selector can be found from the pods it may select.
 #[derive(Debug)]
@@ -62,6 +76,15 @@ impl ServiceSelection {
     }
 }
 
+/// The pairs of a selector with a string value (null values select pods *without* the label).
+fn string_pairs(selector: &Value) -> impl Iterator<Item = (&str, &str)> {
+    selector
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
+}
+
 /// Whether a non-empty Service selector matches the labels read through `label` (a key's value, if set).
 pub(super) fn selector_matches_with<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     let Some(sel) = selector.as_object().filter(|m| !m.is_empty()) else {
@@ -77,22 +100,19 @@ pub(super) fn selector_matches_labels(selector: &Value, pod: &StoredObject) -> b
 }
 
 impl ServiceSelection {
-    /// Records Service `svc`'s selector (`None`: the Service is gone) and finds its pods among `pods`, the pods
-    /// of its namespace.
-    pub fn service_changed<'a>(
-        &mut self,
-        svc: &Key,
-        selector: Option<Value>,
-        pods: impl IntoIterator<Item = (&'a Key, &'a StoredObject)>,
-    ) {
+    /// Records Service `svc`'s selector (`None`: the Service is gone) and finds its pods among `pods`.
+    pub fn service_changed(&mut self, svc: &Key, selector: Option<Value>, pods: &Pods) {
         // Most Service writes leave the selector alone (status, finalizers, a deletion timestamp): keep what
-        // is known instead of matching it against every pod of the namespace again.
+        // is known instead of matching it again.
         if let (Some(new), Some((known, _))) = (&selector, self.selectors.get(svc))
             && new == known
         {
             return;
         }
-        if let Some((_, index)) = self.selectors.remove(svc) {
+        if let Some((old, index)) = self.selectors.remove(svc) {
+            if !matches!(index, Index::Never) {
+                self.release_keys(&svc.0, &old);
+            }
             match index {
                 Index::Pair(pair) => {
                     if let Some(set) = self.by_pair.get_mut(&pair) {
@@ -121,8 +141,9 @@ impl ServiceSelection {
             }
         }
         if !matches!(index, Index::Never) {
-            let selected: BTreeSet<Key> = pods
-                .into_iter()
+            self.use_keys(&svc.0, &selector, pods);
+            let selected: BTreeSet<Key> = self
+                .candidates(&svc.0, &selector, pods)
                 .filter(|(_, pod)| selector_matches_labels(&selector, pod))
                 .map(|(key, _)| key.clone())
                 .collect();
@@ -133,9 +154,119 @@ impl ServiceSelection {
         self.selectors.insert(svc.clone(), (selector, index));
     }
 
+    /// The pods of `namespace` that `selector` may select: those under its string pair with the fewest pods,
+    /// or every pod of the namespace when it has none (only null values).
+    fn candidates<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &Value,
+        pods: &'a Pods,
+    ) -> Box<dyn Iterator<Item = (&'a Key, &'a StoredObject)> + 'a> {
+        let rarest = string_pairs(selector)
+            .map(|(k, v)| {
+                self.pods_by_pair
+                    .get(&(namespace.to_string(), k.to_string(), v.to_string()))
+            })
+            .min_by_key(|set| set.map_or(0, BTreeSet::len));
+        match rarest {
+            Some(set) => Box::new(
+                set.into_iter()
+                    .flatten()
+                    .filter_map(|key| pods.get_key_value(key).map(|(k, p)| (k, p.as_ref()))),
+            ),
+            None => Box::new(
+                pods.range((namespace.to_string(), String::new())..)
+                    .take_while(move |(k, _)| k.0 == namespace)
+                    .map(|(k, p)| (k, p.as_ref())),
+            ),
+        }
+    }
+
+    /// Counts the keys of `selector`'s string pairs as used in `namespace`; the pods of the namespace are
+    /// indexed under a key when its first user arrives.
+    fn use_keys(&mut self, namespace: &str, selector: &Value, pods: &Pods) {
+        let keys = self.selector_keys.entry(namespace.to_string()).or_default();
+        let mut new_keys = Vec::new();
+        for (k, _) in string_pairs(selector) {
+            let users = keys.entry(k.to_string()).or_insert(0);
+            *users += 1;
+            if *users == 1 {
+                new_keys.push(k.to_string());
+            }
+        }
+        if new_keys.is_empty() {
+            return;
+        }
+        let in_namespace = pods
+            .range((namespace.to_string(), String::new())..)
+            .take_while(|(k, _)| k.0 == namespace);
+        for (pod, object) in in_namespace {
+            for k in &new_keys {
+                if let Some(v) = object.label(k) {
+                    self.pods_by_pair
+                        .entry((namespace.to_string(), k.clone(), v.to_string()))
+                        .or_default()
+                        .insert(pod.clone());
+                }
+            }
+        }
+    }
+
+    /// Undoes [`Self::use_keys`] for a selector that is gone; a key no selector uses any more stops being
+    /// indexed.
+    fn release_keys(&mut self, namespace: &str, selector: &Value) {
+        let Some(keys) = self.selector_keys.get_mut(namespace) else {
+            return;
+        };
+        let mut unused = Vec::new();
+        for (k, _) in string_pairs(selector) {
+            if let Some(users) = keys.get_mut(k) {
+                *users -= 1;
+                if *users == 0 {
+                    keys.remove(k);
+                    unused.push(k.to_string());
+                }
+            }
+        }
+        if keys.is_empty() {
+            self.selector_keys.remove(namespace);
+        }
+        if !unused.is_empty() {
+            self.pods_by_pair
+                .retain(|(ns, k, _), _| ns != namespace || !unused.contains(k));
+        }
+    }
+
+    /// Moves a changed pod between the label index's sets (only for labels that changed, under keys in use).
+    fn reindex_pod(&mut self, pod: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
+        let Some(keys) = self.selector_keys.get(&pod.0) else {
+            return;
+        };
+        for (k, v) in old.into_iter().flat_map(StoredObject::labels) {
+            if keys.contains_key(k) && new.and_then(|n| n.label(k)) != Some(v) {
+                let pair = (pod.0.clone(), k.to_string(), v.to_string());
+                if let Some(set) = self.pods_by_pair.get_mut(&pair) {
+                    set.remove(pod);
+                    if set.is_empty() {
+                        self.pods_by_pair.remove(&pair);
+                    }
+                }
+            }
+        }
+        for (k, v) in new.into_iter().flat_map(StoredObject::labels) {
+            if keys.contains_key(k) && old.and_then(|o| o.label(k)) != Some(v) {
+                self.pods_by_pair
+                    .entry((pod.0.clone(), k.to_string(), v.to_string()))
+                    .or_default()
+                    .insert(pod.clone());
+            }
+        }
+    }
+
     /// Records a pod change (`old` and `new` versions, `None` when absent); returns the Services that selected
     /// the pod before or select it now, in key order.
     pub fn pod_changed(&mut self, pod: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) -> Vec<Key> {
+        self.reindex_pod(pod, old, new);
         let namespace = &pod.0;
         let mut candidates: BTreeSet<&Key> = self
             .unindexed
@@ -198,6 +329,11 @@ mod tests {
         (namespace.to_string(), name.to_string())
     }
 
+    /// The pod map of the given pods.
+    fn pods(of: &[&Arc<StoredObject>]) -> Pods {
+        of.iter().map(|p| (super::super::key_of(p), Arc::clone(p))).collect()
+    }
+
     #[test]
     fn a_pod_finds_the_services_selecting_it_before_and_after() {
         let mut selection = ServiceSelection::default();
@@ -205,10 +341,18 @@ mod tests {
         selection.service_changed(
             &key("ns", "a-head-svc"),
             Some(json!({"ray.io/cluster": "a", "ray.io/node-type": "head"})),
-            [(&key("ns", "head"), head.as_ref())],
+            &pods(&[&head]),
         );
-        selection.service_changed(&key("ns", "b-head-svc"), Some(json!({"ray.io/cluster": "b"})), []);
-        selection.service_changed(&key("other", "a-head-svc"), Some(json!({"ray.io/cluster": "a"})), []);
+        selection.service_changed(
+            &key("ns", "b-head-svc"),
+            Some(json!({"ray.io/cluster": "b"})),
+            &Pods::new(),
+        );
+        selection.service_changed(
+            &key("other", "a-head-svc"),
+            Some(json!({"ray.io/cluster": "a"})),
+            &Pods::new(),
+        );
         assert_eq!(
             selection.members(&key("ns", "a-head-svc")).collect::<Vec<_>>(),
             [&key("ns", "head")]
@@ -227,7 +371,7 @@ mod tests {
         assert_eq!(selection.members(&key("ns", "b-head-svc")).count(), 0);
 
         // A Service that is gone selects nothing.
-        selection.service_changed(&key("ns", "b-head-svc"), None, []);
+        selection.service_changed(&key("ns", "b-head-svc"), None, &Pods::new());
         assert!(selection.pod_changed(&key("ns", "x"), None, Some(&moved)).is_empty());
     }
 
@@ -238,7 +382,7 @@ mod tests {
             selection.service_changed(
                 &key("ns", &format!("{cluster}-head-svc")),
                 Some(json!({"app.kubernetes.io/created-by": "kuberay-operator", "ray.io/cluster": cluster})),
-                [],
+                &Pods::new(),
             );
         }
         let shared = (
@@ -270,27 +414,61 @@ mod tests {
         let mut selection = ServiceSelection::default();
         let head = pod("ns", "head", &[("ray.io/cluster", "a")]);
         let svc = key("ns", "a-head-svc");
-        selection.service_changed(
-            &svc,
-            Some(json!({"ray.io/cluster": "a"})),
-            [(&key("ns", "head"), head.as_ref())],
-        );
+        selection.service_changed(&svc, Some(json!({"ray.io/cluster": "a"})), &pods(&[&head]));
         // The same selector again, with no pods offered: the members stay.
-        selection.service_changed(&svc, Some(json!({"ray.io/cluster": "a"})), []);
+        selection.service_changed(&svc, Some(json!({"ray.io/cluster": "a"})), &Pods::new());
         assert_eq!(selection.members(&svc).collect::<Vec<_>>(), [&key("ns", "head")]);
         // A new selector is matched against the pods offered.
-        selection.service_changed(
-            &svc,
-            Some(json!({"ray.io/cluster": "b"})),
-            [(&key("ns", "head"), head.as_ref())],
-        );
+        selection.service_changed(&svc, Some(json!({"ray.io/cluster": "b"})), &pods(&[&head]));
         assert_eq!(selection.members(&svc).count(), 0);
+    }
+
+    #[test]
+    fn a_new_service_checks_only_the_pods_under_its_rarest_pair() {
+        let mut selection = ServiceSelection::default();
+        let a_head = pod("ns", "a-head", &[("app", "ray"), ("ray.io/cluster", "a")]);
+        let b_head = pod("ns", "b-head", &[("app", "ray"), ("ray.io/cluster", "b")]);
+        let mut all = pods(&[&a_head]);
+        selection.service_changed(
+            &key("ns", "a-svc"),
+            Some(json!({"app": "ray", "ray.io/cluster": "a"})),
+            &all,
+        );
+        assert_eq!(selection.members(&key("ns", "a-svc")).count(), 1);
+        // Pod changes reach the label index: b-head is found under `ray.io/cluster: b`.
+        selection.pod_changed(&key("ns", "b-head"), None, Some(&b_head));
+        all.insert(key("ns", "b-head"), Arc::clone(&b_head));
+        selection.service_changed(
+            &key("ns", "b-svc"),
+            Some(json!({"app": "ray", "ray.io/cluster": "b"})),
+            &all,
+        );
+        assert_eq!(
+            selection.members(&key("ns", "b-svc")).collect::<Vec<_>>(),
+            [&key("ns", "b-head")]
+        );
+        // A pod the selection was never told about is not looked at: the Service's pods come from the index,
+        // not from checking every pod of the namespace.
+        let unseen = pod("ns", "c-head", &[("app", "ray"), ("ray.io/cluster", "c")]);
+        all.insert(key("ns", "c-head"), unseen);
+        selection.service_changed(
+            &key("ns", "c-svc"),
+            Some(json!({"app": "ray", "ray.io/cluster": "c"})),
+            &all,
+        );
+        assert_eq!(selection.members(&key("ns", "c-svc")).count(), 0);
+        // When the last selector using a key goes, pods stop being indexed under it.
+        for svc in ["a-svc", "b-svc", "c-svc"] {
+            selection.service_changed(&key("ns", svc), None, &all);
+        }
+        assert!(selection.pods_by_pair.is_empty());
+        assert!(selection.selector_keys.is_empty());
     }
 
     #[test]
     fn null_values_select_pods_without_the_label() {
         let mut selection = ServiceSelection::default();
-        selection.service_changed(&key("ns", "s"), Some(json!({"tier": null})), []);
+        selection.service_changed(&key("ns", "s"), Some(json!({"tier": null})), &Pods::new());
         let plain = pod("ns", "p", &[("app", "x")]);
         assert_eq!(
             selection.pod_changed(&key("ns", "p"), None, Some(&plain)),
@@ -352,12 +530,7 @@ mod tests {
                         let selector = selector.map(|pairs| {
                             Value::Object(pairs.into_iter().map(|(k, v)| (format!("k{k}"), v.map_or(Value::Null, |v| json!(format!("v{v}"))))).collect())
                         });
-                        let in_namespace: Vec<(&Key, &StoredObject)> = pods
-                            .iter()
-                            .filter(|(k, _)| k.0 == svc.0)
-                            .map(|(k, p)| (k, p.as_ref()))
-                            .collect();
-                        selection.service_changed(&svc, selector.clone(), in_namespace);
+                        selection.service_changed(&svc, selector.clone(), &pods);
                         match selector {
                             Some(s) => services.insert(svc, s),
                             None => services.remove(&svc),
