@@ -38,11 +38,17 @@ pub(super) struct ServiceSelection {
     unindexed: BTreeSet<Key>,
     /// The pods each Service selects, by key.
     members: HashMap<Key, BTreeSet<Key>>,
-    /// Per namespace, the label keys that selectors with an index use (string values only), with how many
-    /// selectors use each: the keys pods are indexed under.
-    selector_keys: HashMap<String, HashMap<String, usize>>,
-    /// Pods by each of their labels whose key is in `selector_keys`.
-    pods_by_pair: HashMap<Pair, BTreeSet<Key>>,
+    /// The label index of each namespace's pods (only namespaces where some selector uses a key).
+    pod_labels: HashMap<String, NamespaceLabels>,
+}
+
+/// The pods of one namespace by their labels, under the keys its selectors use.
+#[derive(Debug, Default)]
+struct NamespaceLabels {
+    /// The label keys of the namespace's indexed selectors' string pairs, with how many selectors use each.
+    keys: HashMap<String, usize>,
+    /// Pods by (key, value), for every key in `keys`.
+    pods: HashMap<(String, String), BTreeSet<Key>>,
 }
 
 /// The pods the selection reads labels from: every pod, by key (the EndpointSlice controller's cache).
@@ -109,10 +115,10 @@ impl ServiceSelection {
         {
             return;
         }
+        // The old selector's keys are released after the new one's are counted, so a key both use is not
+        // dropped from the index and scanned for again.
+        let mut release = None;
         if let Some((old, index)) = self.selectors.remove(svc) {
-            if !matches!(index, Index::Never) {
-                self.release_keys(&svc.0, &old);
-            }
             match index {
                 Index::Pair(pair) => {
                     if let Some(set) = self.by_pair.get_mut(&pair) {
@@ -121,37 +127,43 @@ impl ServiceSelection {
                             self.by_pair.remove(&pair);
                         }
                     }
+                    release = Some(old);
                 }
                 Index::Unindexed => {
                     self.unindexed.remove(svc);
+                    release = Some(old);
                 }
                 Index::Never => {}
             }
         }
         self.members.remove(svc);
-        let Some(selector) = selector else { return };
-        let index = self.index_for(&svc.0, &selector);
-        match &index {
-            Index::Never => {}
-            Index::Pair(pair) => {
-                self.by_pair.entry(pair.clone()).or_default().insert(svc.clone());
+        if let Some(selector) = selector {
+            let index = self.index_for(&svc.0, &selector);
+            match &index {
+                Index::Never => {}
+                Index::Pair(pair) => {
+                    self.by_pair.entry(pair.clone()).or_default().insert(svc.clone());
+                }
+                Index::Unindexed => {
+                    self.unindexed.insert(svc.clone());
+                }
             }
-            Index::Unindexed => {
-                self.unindexed.insert(svc.clone());
+            if !matches!(index, Index::Never) {
+                self.use_keys(&svc.0, &selector, pods);
+                let selected: BTreeSet<Key> = self
+                    .candidates(&svc.0, &selector, pods)
+                    .filter(|(_, pod)| selector_matches_labels(&selector, pod))
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                if !selected.is_empty() {
+                    self.members.insert(svc.clone(), selected);
+                }
             }
+            self.selectors.insert(svc.clone(), (selector, index));
         }
-        if !matches!(index, Index::Never) {
-            self.use_keys(&svc.0, &selector, pods);
-            let selected: BTreeSet<Key> = self
-                .candidates(&svc.0, &selector, pods)
-                .filter(|(_, pod)| selector_matches_labels(&selector, pod))
-                .map(|(key, _)| key.clone())
-                .collect();
-            if !selected.is_empty() {
-                self.members.insert(svc.clone(), selected);
-            }
+        if let Some(old) = release {
+            self.release_keys(&svc.0, &old);
         }
-        self.selectors.insert(svc.clone(), (selector, index));
     }
 
     /// The pods of `namespace` that `selector` may select: those under its string pair with the fewest pods,
@@ -162,11 +174,9 @@ impl ServiceSelection {
         selector: &Value,
         pods: &'a Pods,
     ) -> Box<dyn Iterator<Item = (&'a Key, &'a StoredObject)> + 'a> {
+        let indexed = self.pod_labels.get(namespace);
         let rarest = string_pairs(selector)
-            .map(|(k, v)| {
-                self.pods_by_pair
-                    .get(&(namespace.to_string(), k.to_string(), v.to_string()))
-            })
+            .map(|(k, v)| indexed.and_then(|ns| ns.pods.get(&(k.to_string(), v.to_string()))))
             .min_by_key(|set| set.map_or(0, BTreeSet::len));
         match rarest {
             Some(set) => Box::new(
@@ -185,10 +195,13 @@ impl ServiceSelection {
     /// Counts the keys of `selector`'s string pairs as used in `namespace`; the pods of the namespace are
     /// indexed under a key when its first user arrives.
     fn use_keys(&mut self, namespace: &str, selector: &Value, pods: &Pods) {
-        let keys = self.selector_keys.entry(namespace.to_string()).or_default();
+        if string_pairs(selector).next().is_none() {
+            return;
+        }
+        let indexed = self.pod_labels.entry(namespace.to_string()).or_default();
         let mut new_keys = Vec::new();
         for (k, _) in string_pairs(selector) {
-            let users = keys.entry(k.to_string()).or_insert(0);
+            let users = indexed.keys.entry(k.to_string()).or_insert(0);
             *users += 1;
             if *users == 1 {
                 new_keys.push(k.to_string());
@@ -203,8 +216,9 @@ impl ServiceSelection {
         for (pod, object) in in_namespace {
             for k in &new_keys {
                 if let Some(v) = object.label(k) {
-                    self.pods_by_pair
-                        .entry((namespace.to_string(), k.clone(), v.to_string()))
+                    indexed
+                        .pods
+                        .entry((k.clone(), v.to_string()))
                         .or_default()
                         .insert(pod.clone());
                 }
@@ -215,48 +229,47 @@ impl ServiceSelection {
     /// Undoes [`Self::use_keys`] for a selector that is gone; a key no selector uses any more stops being
     /// indexed.
     fn release_keys(&mut self, namespace: &str, selector: &Value) {
-        let Some(keys) = self.selector_keys.get_mut(namespace) else {
+        let Some(indexed) = self.pod_labels.get_mut(namespace) else {
             return;
         };
         let mut unused = Vec::new();
         for (k, _) in string_pairs(selector) {
-            if let Some(users) = keys.get_mut(k) {
+            if let Some(users) = indexed.keys.get_mut(k) {
                 *users -= 1;
                 if *users == 0 {
-                    keys.remove(k);
+                    indexed.keys.remove(k);
                     unused.push(k.to_string());
                 }
             }
         }
-        if keys.is_empty() {
-            self.selector_keys.remove(namespace);
-        }
-        if !unused.is_empty() {
-            self.pods_by_pair
-                .retain(|(ns, k, _), _| ns != namespace || !unused.contains(k));
+        if indexed.keys.is_empty() {
+            self.pod_labels.remove(namespace);
+        } else if !unused.is_empty() {
+            indexed.pods.retain(|(k, _), _| !unused.contains(k));
         }
     }
 
     /// Moves a changed pod between the label index's sets (only for labels that changed, under keys in use).
     fn reindex_pod(&mut self, pod: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
-        let Some(keys) = self.selector_keys.get(&pod.0) else {
+        let Some(indexed) = self.pod_labels.get_mut(&pod.0) else {
             return;
         };
         for (k, v) in old.into_iter().flat_map(StoredObject::labels) {
-            if keys.contains_key(k) && new.and_then(|n| n.label(k)) != Some(v) {
-                let pair = (pod.0.clone(), k.to_string(), v.to_string());
-                if let Some(set) = self.pods_by_pair.get_mut(&pair) {
+            if indexed.keys.contains_key(k) && new.and_then(|n| n.label(k)) != Some(v) {
+                let pair = (k.to_string(), v.to_string());
+                if let Some(set) = indexed.pods.get_mut(&pair) {
                     set.remove(pod);
                     if set.is_empty() {
-                        self.pods_by_pair.remove(&pair);
+                        indexed.pods.remove(&pair);
                     }
                 }
             }
         }
         for (k, v) in new.into_iter().flat_map(StoredObject::labels) {
-            if keys.contains_key(k) && old.and_then(|o| o.label(k)) != Some(v) {
-                self.pods_by_pair
-                    .entry((pod.0.clone(), k.to_string(), v.to_string()))
+            if indexed.keys.contains_key(k) && old.and_then(|o| o.label(k)) != Some(v) {
+                indexed
+                    .pods
+                    .entry((k.to_string(), v.to_string()))
                     .or_default()
                     .insert(pod.clone());
             }
@@ -438,17 +451,17 @@ mod tests {
         // Pod changes reach the label index: b-head is found under `ray.io/cluster: b`.
         selection.pod_changed(&key("ns", "b-head"), None, Some(&b_head));
         all.insert(key("ns", "b-head"), Arc::clone(&b_head));
-        selection.service_changed(
-            &key("ns", "b-svc"),
-            Some(json!({"app": "ray", "ray.io/cluster": "b"})),
-            &all,
-        );
+        let b_selector = json!({"app": "ray", "ray.io/cluster": "b"});
+        // Two pods are under `app: ray`, one under `ray.io/cluster: b`: only that one is checked.
+        assert_eq!(selection.candidates("ns", &b_selector, &all).count(), 1);
+        selection.service_changed(&key("ns", "b-svc"), Some(b_selector), &all);
         assert_eq!(
             selection.members(&key("ns", "b-svc")).collect::<Vec<_>>(),
             [&key("ns", "b-head")]
         );
-        // A pod the selection was never told about is not looked at: the Service's pods come from the index,
-        // not from checking every pod of the namespace.
+        // A pod in the map that the selection was never told about is not looked at: the Service's pods come
+        // from the index, not from checking every pod of the namespace. (In the EndpointSlice controller such
+        // a pod's own change is still to be noted, and adds it then.)
         let unseen = pod("ns", "c-head", &[("app", "ray"), ("ray.io/cluster", "c")]);
         all.insert(key("ns", "c-head"), unseen);
         selection.service_changed(
@@ -461,8 +474,7 @@ mod tests {
         for svc in ["a-svc", "b-svc", "c-svc"] {
             selection.service_changed(&key("ns", svc), None, &all);
         }
-        assert!(selection.pods_by_pair.is_empty());
-        assert!(selection.selector_keys.is_empty());
+        assert!(selection.pod_labels.is_empty());
     }
 
     #[test]
@@ -483,41 +495,138 @@ mod tests {
         assert_eq!(selection.members(&key("ns", "s")).count(), 0);
     }
 
+    /// A pod change of the model test: labels `k<key>: v<value>`, `None` for a deletion.
+    type PodChange = (u8, Option<Vec<(u8, u8)>>);
+
     /// An operation of the model test: a Service or a pod of one of two namespaces changes.
     #[derive(Debug, Clone)]
     enum Op {
         Service {
             ns: u8,
             name: u8,
+            /// Pairs `k<key>`: `v0`/`v1` (0, 1), the number 2 (2, which selects nothing) or null (`None`).
             selector: Option<Vec<(u8, Option<u8>)>>,
+            /// A pod change of the namespace that reaches the pod map before the Service is noted and is
+            /// noted after it, as when the EndpointSlice controller's cache applies a batch of events first.
+            ahead: Option<PodChange>,
         },
         Pod {
             ns: u8,
-            name: u8,
-            labels: Option<Vec<(u8, u8)>>,
+            change: PodChange,
         },
     }
 
-    fn op() -> impl Strategy<Value = Op> {
-        let pairs = prop::collection::vec((0u8..3, prop::option::weighted(0.8, 0u8..2)), 0..3);
+    fn pod_change() -> impl Strategy<Value = PodChange> {
         let labels = prop::collection::vec((0u8..3, 0u8..2), 0..3);
+        (0u8..6, prop::option::weighted(0.8, labels))
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let pairs = prop::collection::vec((0u8..3, prop::option::weighted(0.8, 0u8..3)), 0..3);
         prop_oneof![
-            (0u8..2, 0u8..4, prop::option::weighted(0.8, pairs)).prop_map(|(ns, name, selector)| Op::Service {
-                ns,
-                name,
-                selector
-            }),
-            (0u8..2, 0u8..6, prop::option::weighted(0.8, labels)).prop_map(|(ns, name, labels)| Op::Pod {
-                ns,
-                name,
-                labels
-            }),
+            (
+                0u8..2,
+                0u8..4,
+                prop::option::weighted(0.8, pairs),
+                prop::option::weighted(0.3, pod_change())
+            )
+                .prop_map(|(ns, name, selector, ahead)| Op::Service {
+                    ns,
+                    name,
+                    selector,
+                    ahead
+                }),
+            (0u8..2, pod_change()).prop_map(|(ns, change)| Op::Pod { ns, change }),
         ]
     }
 
+    fn selector_value(pairs: Vec<(u8, Option<u8>)>) -> Value {
+        Value::Object(
+            pairs
+                .into_iter()
+                .map(|(k, v)| {
+                    let value = match v {
+                        None => Value::Null,
+                        Some(2) => json!(2),
+                        Some(v) => json!(format!("v{v}")),
+                    };
+                    (format!("k{k}"), value)
+                })
+                .collect(),
+        )
+    }
+
+    /// The pod key and new version (`None`: deleted) of a model pod change in `namespace`.
+    fn changed_pod(namespace: &str, (name, labels): PodChange) -> (Key, Option<Arc<StoredObject>>) {
+        let pod_key = key(namespace, &format!("pod{name}"));
+        let new = labels.map(|labels| {
+            let labels: Vec<(String, String)> = labels
+                .into_iter()
+                .map(|(k, v)| (format!("k{k}"), format!("v{v}")))
+                .collect();
+            let refs: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            pod(namespace, &pod_key.1, &refs)
+        });
+        (pod_key, new)
+    }
+
+    /// The Services of `namespace` that select `old` or `new`, by checking each.
+    fn selecting(
+        services: &BTreeMap<Key, Value>,
+        namespace: &str,
+        old: Option<&StoredObject>,
+        new: Option<&StoredObject>,
+    ) -> Vec<Key> {
+        services
+            .iter()
+            .filter(|(svc, s)| {
+                svc.0 == namespace && [old, new].into_iter().flatten().any(|p| selector_matches_labels(s, p))
+            })
+            .map(|(svc, _)| svc.clone())
+            .collect()
+    }
+
+    /// One namespace's label index, comparable: the keys with their users, and the pods by (key, value).
+    type LabelIndex = (BTreeMap<String, usize>, BTreeMap<(String, String), BTreeSet<Key>>);
+
+    /// The label index as it should be: per namespace, the string keys of its indexed selectors with their
+    /// users, and the pods under each (key, value) of those keys.
+    fn expected_index(services: &BTreeMap<Key, Value>, pods: &Pods) -> BTreeMap<String, LabelIndex> {
+        let mut expected: BTreeMap<String, LabelIndex> = BTreeMap::new();
+        for (svc, selector) in services {
+            let map = selector.as_object().filter(|m| !m.is_empty());
+            let indexed = map.is_some_and(|m| m.values().all(|v| v.is_string() || v.is_null()));
+            if !indexed {
+                continue;
+            }
+            for (k, _) in string_pairs(selector) {
+                *expected
+                    .entry(svc.0.clone())
+                    .or_default()
+                    .0
+                    .entry(k.to_string())
+                    .or_insert(0) += 1;
+            }
+        }
+        for (namespace, (keys, by_label)) in &mut expected {
+            for (pod_key, pod) in pods.iter().filter(|(k, _)| &k.0 == namespace) {
+                for k in keys.keys() {
+                    if let Some(v) = pod.label(k) {
+                        by_label
+                            .entry((k.clone(), v.to_string()))
+                            .or_default()
+                            .insert(pod_key.clone());
+                    }
+                }
+            }
+        }
+        expected
+    }
+
     proptest! {
-        /// After any sequence of changes, the index agrees with checking every selector against every pod,
-        /// and each pod change reports exactly the Services that selected the pod before or after it.
+        /// After any sequence of changes, also when the pod map is ahead of the changes noted, the indexes agree
+        /// with checking every selector against every pod, and each pod change reports exactly the Services that
+        /// selected the pod before or after it.
         #[test]
         fn the_index_agrees_with_scanning(ops in prop::collection::vec(op(), 1..40)) {
             let mut selection = ServiceSelection::default();
@@ -525,42 +634,50 @@ mod tests {
             let mut pods: BTreeMap<Key, Arc<StoredObject>> = BTreeMap::new();
             for op in ops {
                 match op {
-                    Op::Service { ns, name, selector } => {
-                        let svc = key(&format!("ns{ns}"), &format!("svc{name}"));
-                        let selector = selector.map(|pairs| {
-                            Value::Object(pairs.into_iter().map(|(k, v)| (format!("k{k}"), v.map_or(Value::Null, |v| json!(format!("v{v}"))))).collect())
+                    Op::Service { ns, name, selector, ahead } => {
+                        let namespace = format!("ns{ns}");
+                        let svc = key(&namespace, &format!("svc{name}"));
+                        let selector = selector.map(selector_value);
+                        let ahead = ahead.map(|change| {
+                            let (pod_key, new) = changed_pod(&namespace, change);
+                            let old = match &new {
+                                Some(p) => pods.insert(pod_key.clone(), Arc::clone(p)),
+                                None => pods.remove(&pod_key),
+                            };
+                            (pod_key, old, new)
                         });
                         selection.service_changed(&svc, selector.clone(), &pods);
                         match selector {
                             Some(s) => services.insert(svc, s),
                             None => services.remove(&svc),
                         };
+                        if let Some((pod_key, old, new)) = ahead {
+                            let hits = selection.pod_changed(&pod_key, old.as_deref(), new.as_deref());
+                            prop_assert_eq!(hits, selecting(&services, &namespace, old.as_deref(), new.as_deref()));
+                        }
                     }
-                    Op::Pod { ns, name, labels } => {
+                    Op::Pod { ns, change } => {
                         let namespace = format!("ns{ns}");
-                        let pod_key = key(&namespace, &format!("pod{name}"));
-                        let new = labels.map(|labels| {
-                            let labels: Vec<(String, String)> = labels.into_iter().map(|(k, v)| (format!("k{k}"), format!("v{v}"))).collect();
-                            let refs: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                            pod(&namespace, &pod_key.1, &refs)
-                        });
+                        let (pod_key, new) = changed_pod(&namespace, change);
                         let old = pods.get(&pod_key).cloned();
                         let hits = selection.pod_changed(&pod_key, old.as_deref(), new.as_deref());
-                        let expected: Vec<Key> = services
-                            .iter()
-                            .filter(|(svc, _)| svc.0 == namespace)
-                            .filter(|(_, s)| {
-                                [old.as_deref(), new.as_deref()].into_iter().flatten().any(|p| selector_matches_labels(s, p))
-                            })
-                            .map(|(svc, _)| svc.clone())
-                            .collect();
-                        prop_assert_eq!(hits, expected);
+                        prop_assert_eq!(hits, selecting(&services, &namespace, old.as_deref(), new.as_deref()));
                         match new {
                             Some(p) => pods.insert(pod_key, p),
                             None => pods.remove(&pod_key),
                         };
                     }
                 }
+                let index: BTreeMap<_, _> = selection
+                    .pod_labels
+                    .iter()
+                    .map(|(ns, labels)| {
+                        let keys: BTreeMap<String, usize> = labels.keys.clone().into_iter().collect();
+                        let by_label: BTreeMap<_, _> = labels.pods.clone().into_iter().collect();
+                        (ns.clone(), (keys, by_label))
+                    })
+                    .collect();
+                prop_assert_eq!(index, expected_index(&services, &pods));
                 for (svc, selector) in &services {
                     let scanned: Vec<&Key> = pods
                         .iter()
