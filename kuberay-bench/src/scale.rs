@@ -4,6 +4,7 @@
 //! bare client creating the very same pods (built by ray-podgen) gives the simulator's ceiling, so the
 //! operator's creation rate is reported as a ratio of it.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +17,6 @@ use kube_sim::{Gvr, SimHandle, Store, StoredObject};
 use ray_api::RayCluster;
 use ray_podgen::{PodGenConfig, PodGenerator, WorkerReplica};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
 use tokio::sync::mpsc::error::TryRecvError;
 
 use crate::experiment;
@@ -92,8 +92,10 @@ pub struct PhaseResult {
     pub operator_cpu_secs: Option<f64>,
     /// This process's resident memory at the end (kube-sim lives in it), bytes.
     pub sim_rss_bytes: u64,
-    /// This process's CPU seconds (user + system: kube-sim, its hollow agents and the benchmark's own polling)
-    /// from the phase's first request to its end. With the operator's CPU it shows how the 2 cores were shared.
+    /// This process's CPU seconds (user + system: kube-sim, its hollow agents and the benchmark's own polling;
+    /// in the bare-client phase also its 16 creators, which run in this process) from the first pod create
+    /// (bare client) or RayCluster create (operator phases) to the end of the phase. With the operator's CPU
+    /// it shows how the machine's cores were shared.
     pub sim_cpu_secs: Option<f64>,
 }
 
@@ -215,8 +217,6 @@ async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult
     }
     let templates = Arc::new(templates);
     let per_cluster = options.workers_per_cluster + 1;
-    // Followed from before the creates, as in the operator phases, so both pay the feed alike.
-    let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
     let sim_cpu_before = own_cpu();
     let started = Instant::now();
     let stats = kube_sim::scale::create_each(&client, NAMESPACE, options.pods(), options.bare_clients, {
@@ -240,6 +240,8 @@ async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult
         );
     }
     let all_created_secs = stats.elapsed.as_secs_f64();
+    // Followed only once the timed creates are done: the bare client has the simulator to itself.
+    let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
     let all_running_secs = wait_running(&mut progress, options, started).await?;
     let result = PhaseResult {
         label: format!("bare client ({} creators)", options.bare_clients),
@@ -355,6 +357,7 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
 /// of the simulator process's CPU at 10,000 pods, during the operator phases only (the bare client's creation
 /// rate is timed by its creators, not by polling), so it slowed the operator's runs against the bare client.
 struct ProgressCounts {
+    /// Pods and RayClusters written since the last poll.
     feed: ChangeFeed,
     /// Per Ray pod: (exists and is not terminating, is Running).
     pods: HashMap<(String, String), (bool, bool)>,
@@ -362,7 +365,9 @@ struct ProgressCounts {
     ready_clusters: HashSet<(String, String)>,
     /// Workers per cluster of the run.
     workers: usize,
+    /// Ray pods that exist and are not terminating.
     existing: usize,
+    /// Of those, the Running ones.
     running: usize,
 }
 
@@ -370,6 +375,7 @@ impl ProgressCounts {
     /// Index of pods among the feed's resources (RayClusters are the other).
     const PODS: usize = 0;
 
+    /// Starts counting from the store's current pods and RayClusters.
     fn new(store: &Store, workers: usize) -> Self {
         let gvrs = [Gvr::pods(), Gvr::new("ray.io", "v1", "rayclusters")];
         let mut counts = Self {
@@ -399,33 +405,34 @@ impl ProgressCounts {
         Ok((self.existing, self.running, self.ready_clusters.len()))
     }
 
+    /// Counts one object's new state (`deleted`: it is gone).
     fn apply(&mut self, kind: usize, object: &StoredObject, deleted: bool) {
-        let key = (
-            object.namespace().unwrap_or_default().to_string(),
-            object.name().to_string(),
-        );
         if object.namespace() != Some(NAMESPACE) {
             return;
         }
-        // An object that does not decode counts as neither existing nor ready.
-        let progress: Progress = serde_json::from_slice(&object.json).unwrap_or_default();
+        let key = (NAMESPACE.to_string(), object.name().to_string());
         if kind == Self::PODS {
-            if object.label(RAY_CLUSTER_LABEL).is_none() {
-                return;
-            }
-            let now = if deleted {
-                (false, false)
-            } else {
-                let exists = progress.metadata.deletion_timestamp.is_none();
-                (exists, exists && progress.status.phase.as_deref() == Some("Running"))
+            // A pod that is gone, lost its Ray label or does not decode counts as neither existing nor Running.
+            let now = match object.label(RAY_CLUSTER_LABEL) {
+                Some(_) if !deleted => serde_json::from_slice::<Progress>(&object.json).ok().map(|progress| {
+                    let exists = progress.metadata.deletion_timestamp.is_none();
+                    (exists, exists && progress.status.phase.as_deref() == Some("Running"))
+                }),
+                _ => None,
             };
-            let before = self.pods.insert(key, now).unwrap_or_default();
+            let before = match now {
+                Some(state) => self.pods.insert(key, state),
+                None => self.pods.remove(&key),
+            };
+            let (now, before) = (now.unwrap_or_default(), before.unwrap_or_default());
             self.existing = self.existing + usize::from(now.0) - usize::from(before.0);
             self.running = self.running + usize::from(now.1) - usize::from(before.1);
         } else {
             let ready = !deleted
-                && progress.status.state.as_deref() == Some("ready")
-                && progress.status.ready_worker_replicas == Some(self.workers as u64);
+                && serde_json::from_slice::<Progress>(&object.json).is_ok_and(|progress| {
+                    progress.status.state.as_deref() == Some("ready")
+                        && progress.status.ready_worker_replicas == Some(self.workers as u64)
+                });
             if ready {
                 self.ready_clusters.insert(key);
             } else {
@@ -609,7 +616,15 @@ mod tests {
                 pod("not-ray", serde_json::json!({"app": "x"})),
             )
             .unwrap();
-        assert_eq!(counts.poll().unwrap(), (2, 0, 0), "only Ray pods count");
+        store.create_namespace("other").unwrap();
+        store
+            .create(&Gvr::pods(), Some("other"), pod("elsewhere", ray.clone()))
+            .unwrap();
+        assert_eq!(
+            counts.poll().unwrap(),
+            (2, 0, 0),
+            "only Ray pods of the run's namespace count"
+        );
         let mut running = pod("after", ray);
         running["status"] = serde_json::json!({"phase": "Running"});
         store
@@ -623,6 +638,14 @@ mod tests {
             counts.poll().unwrap(),
             (1, 0, 0),
             "a terminating or deleted pod no longer counts"
+        );
+        let mut relabelled = store.get(&Gvr::pods(), Some(NAMESPACE), "before").unwrap().value();
+        relabelled["metadata"]["labels"] = serde_json::json!({"app": "x"});
+        store.update(&Gvr::pods(), Some(NAMESPACE), relabelled, None).unwrap();
+        assert_eq!(
+            counts.poll().unwrap(),
+            (0, 0, 0),
+            "a pod that lost its Ray label no longer counts"
         );
     }
 
