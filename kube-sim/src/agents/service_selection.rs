@@ -75,8 +75,8 @@ impl ServiceSelection {
         if map.values().any(|v| !v.is_string() && !v.is_null()) {
             return Index::Never;
         }
-        map.iter()
-            .filter_map(|(k, v)| v.as_str().map(|v| (namespace.to_string(), k.clone(), v.to_string())))
+        string_pairs(selector)
+            .map(|(k, v)| (namespace.to_string(), k.to_string(), v.to_string()))
             .min_by_key(|pair| self.by_pair.get(pair).map_or(0, BTreeSet::len))
             .map_or(Index::Unindexed, Index::Pair)
     }
