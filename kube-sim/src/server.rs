@@ -395,6 +395,19 @@ impl SimHandle {
         self.http.counters.writes_by_client.lock().clone()
     }
 
+    /// Requests served so far (every client, every verb, watches included).
+    pub fn requests_served(&self) -> u64 {
+        self.http.counters.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Watch events sent so far, over all watch streams.
+    pub fn watch_events_sent(&self) -> u64 {
+        self.http
+            .counters
+            .watch_events
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// In-stream 410 `Expired` errors sent on watches so far.
     pub fn expired_watches(&self) -> u64 {
         self.http
@@ -514,6 +527,22 @@ mod tests {
             BTreeMap::from([(writes("client-a"), 2), (writes("client-b"), 1)]),
             "failed writes count, reads do not"
         );
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client_as(&sim, "client-b").await);
+        namespaces
+            .patch_status(
+                "default",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(serde_json::json!({"status": {}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            sim.writes_by_client()
+                .get(&("client-b".to_owned(), "namespaces/status".to_owned())),
+            Some(&1),
+            "a subresource is counted apart from its resource"
+        );
+        assert!(sim.requests_served() >= 5, "every request is counted");
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@
 //! bare client creating the very same pods (built by ray-podgen) gives the simulator's ceiling, so the
 //! operator's creation rate is reported as a ratio of it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +29,9 @@ const RAY_CLUSTER_LABEL: &str = ray_api::constants::RAY_CLUSTER_LABEL;
 const POLL: Duration = Duration::from_millis(250);
 /// The experiment number the scale clusters are labelled with (outside KubeRay's 1-3).
 const SCALE_EXPERIMENT: u8 = 9;
+/// The identity the operator authenticates as, so that the simulator counts its writes apart from the
+/// benchmark's own.
+const OPERATOR_USER: &str = "kuberay-operator";
 
 /// What one scale run does.
 #[derive(Clone, Debug)]
@@ -97,6 +100,43 @@ pub struct PhaseResult {
     /// (bare client) or RayCluster create (operator phases) to the end of the phase. With the operator's CPU
     /// it shows how the machine's cores were shared.
     pub sim_cpu_secs: Option<f64>,
+    /// The API traffic of the phase (operator phases).
+    pub traffic: Option<Traffic>,
+}
+
+/// What one operator phase asked of the API server, divided by the number of RayClusters: the cost of a
+/// cluster that the bare client does not pay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Traffic {
+    /// Requests of every client and verb (watches, reads and the benchmark's RayCluster creates included).
+    pub requests_per_cluster: f64,
+    /// Watch events sent over HTTP (all of them to the operator: the simulator's agents read its store
+    /// directly).
+    pub watch_events_per_cluster: f64,
+    /// The operator's writes by resource (`pods`, `events`, `rayclusters/status`, ...).
+    pub operator_writes_per_cluster: BTreeMap<String, f64>,
+}
+
+impl Traffic {
+    /// The traffic of `clusters` RayClusters from the simulator's counters at the end of a phase.
+    fn measure(sim: &SimHandle, clusters: usize) -> Self {
+        let per_cluster = |n: u64| n as f64 / clusters.max(1) as f64;
+        Traffic {
+            requests_per_cluster: per_cluster(sim.requests_served()),
+            watch_events_per_cluster: per_cluster(sim.watch_events_sent()),
+            operator_writes_per_cluster: sim
+                .writes_by_client()
+                .into_iter()
+                .filter(|((client, _), _)| client == OPERATOR_USER)
+                .map(|((_, resource), n)| (resource, per_cluster(n)))
+                .collect(),
+        }
+    }
+
+    /// The operator's writes per RayCluster, all resources together.
+    fn operator_writes(&self) -> f64 {
+        self.operator_writes_per_cluster.values().sum()
+    }
 }
 
 /// A whole scale run.
@@ -262,8 +302,11 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
     let client = sim.client();
     run::install_crds(&client).await?;
     let kubeconfig = options.work_dir.join(format!("kubeconfig-scale-{index}"));
-    sim.write_kubeconfig(&kubeconfig)
-        .with_context(|| format!("writing {}", kubeconfig.display()))?;
+    std::fs::write(
+        &kubeconfig,
+        sim.kubeconfig_for(OPERATOR_USER, &[kube_sim::auth::GROUP_MASTERS]),
+    )
+    .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let (flags, label) = setting_flags(setting);
     let mut operator = Operator::spawn(
         &options.operator,
@@ -346,6 +389,7 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
         operator_cpu_secs: cpu,
         sim_rss_bytes: own_rss(),
         sim_cpu_secs: cpu_since(sim_cpu_before),
+        traffic: Some(Traffic::measure(&sim, options.clusters)),
     };
     operator.stop();
     sim.shutdown();
@@ -559,6 +603,38 @@ pub fn markdown(result: &ScaleResult) -> String {
             mib(phase.sim_rss_bytes),
         ));
     }
+    out.push_str(&traffic_markdown(&result.operator));
+    out
+}
+
+/// The table of each operator phase's API traffic per RayCluster (empty when no phase has it).
+fn traffic_markdown(phases: &[PhaseResult]) -> String {
+    let measured: Vec<(&str, &Traffic)> = phases
+        .iter()
+        .filter_map(|phase| Some((phase.label.as_str(), phase.traffic.as_ref()?)))
+        .collect();
+    if measured.is_empty() {
+        return String::new();
+    }
+    let mut out = "\nAPI traffic per RayCluster (the simulator's counters over the whole phase, operator start-up \
+                   included):\n\n\
+                   | run | requests (all clients) | watch events sent | operator writes | operator writes by resource |\n\
+                   |---|---|---|---|---|\n"
+        .to_owned();
+    for (label, traffic) in measured {
+        let by_resource = traffic
+            .operator_writes_per_cluster
+            .iter()
+            .map(|(resource, n)| format!("{resource} {n:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push_str(&format!(
+            "| {label} | {:.1} | {:.1} | {:.1} | {by_resource} |\n",
+            traffic.requests_per_cluster,
+            traffic.watch_events_per_cluster,
+            traffic.operator_writes(),
+        ));
+    }
     out
 }
 
@@ -701,5 +777,36 @@ mod tests {
         assert!(table.contains("| 100% |"), "{table}");
         assert!(table.contains("| 50% |"), "{table}");
         assert!(table.contains("10.0 / 12.0"), "{table}");
+        assert!(!table.contains("API traffic"), "no phase measured its traffic: {table}");
+    }
+
+    #[test]
+    fn traffic_is_reported_per_cluster_by_resource() {
+        let traffic = Traffic {
+            requests_per_cluster: 30.0,
+            watch_events_per_cluster: 45.5,
+            operator_writes_per_cluster: BTreeMap::from([
+                ("events".to_owned(), 11.0),
+                ("pods".to_owned(), 10.0),
+                ("rayclusters/status".to_owned(), 2.5),
+            ]),
+        };
+        let phase = PhaseResult {
+            label: "operator, unlimited (--qps=-1)".into(),
+            traffic: Some(traffic),
+            ..PhaseResult::default()
+        };
+        let table = traffic_markdown(&[PhaseResult::default(), phase]);
+        assert!(
+            table.contains(
+                "| operator, unlimited (--qps=-1) | 30.0 | 45.5 | 23.5 | events 11.00, pods 10.00, rayclusters/status 2.50 |"
+            ),
+            "{table}"
+        );
+        assert_eq!(
+            table.matches("\n| operator").count(),
+            1,
+            "a phase without traffic has no row: {table}"
+        );
     }
 }

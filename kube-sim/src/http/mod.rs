@@ -79,7 +79,8 @@ pub struct Counters {
     pub injected_faults: Mutex<BTreeMap<u16, u64>>,
     /// Write requests (create, update, patch, delete, deletecollection) received, by (client, plural
     /// resource), counted once authorized, whatever their outcome. The client is the authenticated user name
-    /// (give each process its own identity, [`crate::SimHandle::kubeconfig_for`], to tell them apart).
+    /// (give each process its own identity, [`crate::SimHandle::kubeconfig_for`], to tell them apart); a
+    /// subresource is counted under `resource/subresource` (`rayclusters/status`).
     pub writes_by_client: Mutex<BTreeMap<(String, String), u64>>,
 }
 
@@ -484,7 +485,11 @@ impl Ctx {
         let q = Query::parse(query);
         let verb = verb_of(&self.method, &route, &q);
         if WRITE_VERBS.contains(&verb) {
-            let key = (self.user.name.clone(), route.gvr.resource.clone());
+            let resource = match route.subresource.as_deref() {
+                Some(sub) => format!("{}/{sub}", route.gvr.resource),
+                None => route.gvr.resource.clone(),
+            };
+            let key = (self.user.name.clone(), resource);
             *self.state.counters.writes_by_client.lock().entry(key).or_default() += 1;
         }
         let (latency, injected) = {
