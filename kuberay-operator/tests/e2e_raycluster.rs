@@ -378,3 +378,51 @@ async fn gcs_ft_redis_cleanup_finalizer() {
     drop(operator);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scale-up's `CreatedWorkerPod` events are one Event series whose count is the number of workers created, and
+/// the operator sends fewer event requests than occurrences: occurrences that wait while their series is being
+/// sent are folded into its next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_up_publishes_one_event_series_in_fewer_requests_than_workers() {
+    // With the head pod's and the head service's events, within the 25 events an object gets at once.
+    const WORKERS: i32 = 20;
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start("raycluster-event-series", kube_sim::SimConfig::default()).await;
+    let mut operator = start_operator(&dir, &kubeconfig, free_port(), free_port(), &[]);
+    let mut cluster = sample(NS);
+    let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+    group.replicas = Some(WORKERS);
+    group.max_replicas = Some(WORKERS);
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    wait_for_workers(&client, NS, WORKERS as usize).await;
+
+    // Events are published in the background: wait until every occurrence is counted.
+    let series = wait_for("every CreatedWorkerPod occurrence published", || async {
+        let events = common::events_about(&client, NS, "CreatedWorkerPod", NAME).await;
+        let occurrences: i32 = events.iter().map(|e| e.series.as_ref().map_or(1, |s| s.count)).sum();
+        (occurrences == WORKERS).then_some(events)
+    })
+    .await;
+    assert_eq!(series.len(), 1, "one Event for the series: {series:?}");
+    let event_writes: u64 = sim
+        .writes_by_client()
+        .into_iter()
+        .filter(|((_, resource), _)| resource == "events")
+        .map(|(_, n)| n)
+        .sum();
+    // The head pod's and the services' events are in this count too.
+    assert!(
+        event_writes < WORKERS as u64,
+        "{event_writes} event requests for {WORKERS} worker creates and the head's events"
+    );
+
+    let exit = operator.terminate();
+    assert!(exit.success(), "operator exited with {exit}");
+    drop(operator);
+    let _ = std::fs::remove_dir_all(&dir);
+}

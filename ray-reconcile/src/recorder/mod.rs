@@ -11,13 +11,18 @@
 //! Controllers do not wait for their events either: [`EventRecorder::enqueue`] hands an event to a background
 //! task and returns, as client-go's recorder (and so KubeRay's) does. A pass that creates a service and three
 //! pods would otherwise spend half its API round trips on events; with thousands of clusters reconciled one at
-//! a time that doubles the time to create them. At most [`EVENT_QUEUE_LENGTH`] events wait; beyond that new
-//! ones are dropped with a log line, as client-go drops them.
+//! a time that doubles the time to create them. The task folds the occurrences of a series that wait into one
+//! request ([`queue`]): a pass that creates nine workers sends one Event and one series bump for them, not
+//! nine requests. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
+//! it; beyond that new events are dropped with a log line, as client-go drops them.
+
+mod queue;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -31,10 +36,11 @@ use kube::runtime::events::{Event, EventType, Reporter};
 /// How many event series are remembered at most (client-go's event correlator keeps an LRU cache of 4,096).
 pub const EVENT_CACHE_ENTRIES: usize = 4_096;
 
-/// How many events may wait to be published (client-go's `maxQueuedEvents`).
+/// How many events may wait to be published (client-go's `maxQueuedEvents`); as many series may wait to be
+/// sent besides.
 pub const EVENT_QUEUE_LENGTH: usize = 1_000;
 
-/// How many queued events are sent to the API server at once.
+/// How many requests for queued events are in flight at once.
 const EVENT_SENDERS: usize = 4;
 
 /// How long after its last occurrence an event is still folded into its series (kube-runtime's and the
@@ -59,6 +65,19 @@ struct ObjectKey {
     namespace: Option<String>,
     name: Option<String>,
     uid: Option<String>,
+}
+
+impl SeriesKey {
+    /// The series `event` about `regarding` belongs to.
+    fn of(event: &Event, regarding: &ObjectReference) -> Self {
+        Self {
+            warning: matches!(event.type_, EventType::Warning),
+            reason: event.reason.clone(),
+            action: event.action.clone(),
+            regarding: ObjectKey::from(regarding),
+            related: event.secondary.as_ref().map(ObjectKey::from),
+        }
+    }
 }
 
 impl From<&ObjectReference> for ObjectKey {
@@ -235,36 +254,62 @@ impl EventRecorder {
 }
 
 impl Publisher {
-    /// Publishes queued events until every recorder is gone.
-    async fn drain(self, receiver: mpsc::Receiver<QueuedEvent>) {
-        let events = futures::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|queued| (queued, receiver))
-        });
-        events
-            .for_each_concurrent(EVENT_SENDERS, |(event, regarding)| {
+    /// Publishes queued events until every recorder is gone, folding the waiting occurrences of a series into
+    /// one request and sending at most one request per series at a time.
+    async fn drain(self, mut receiver: mpsc::Receiver<QueuedEvent>) {
+        let mut waiting = queue::SeriesQueue::default();
+        let mut sending = FuturesUnordered::new();
+        let mut open = true;
+        loop {
+            while sending.len() < EVENT_SENDERS
+                && let Some((key, occurrences)) = waiting.next()
+            {
                 let publisher = self.clone();
-                async move {
-                    if let Err(e) = publisher.publish(&event, &regarding).await {
+                sending.push(async move {
+                    let queue::Occurrences {
+                        event,
+                        regarding,
+                        count,
+                    } = occurrences;
+                    if let Err(e) = publisher.publish_occurrences(&event, &regarding, count).await {
                         debug!(error = %e, reason = %event.reason, "failed to publish event");
                     }
-                }
-            })
-            .await;
+                    key
+                });
+            }
+            // A full queue stops taking events from the channel, which then fills and drops new ones.
+            let room = waiting.len() < EVENT_QUEUE_LENGTH;
+            tokio::select! {
+                received = receiver.recv(), if open && room => match received {
+                    Some((event, regarding)) => waiting.push(event, regarding),
+                    None => open = false,
+                },
+                Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(&key),
+                else => break,
+            }
+        }
     }
 
+    /// Publishes one occurrence of `event` about `regarding`.
     async fn publish(&self, event: &Event, regarding: &ObjectReference) -> Result<(), kube::Error> {
+        self.publish_occurrences(event, regarding, 1).await
+    }
+
+    /// Publishes `occurrences` occurrences of `event` about `regarding` in one request: a new Event (with a
+    /// series of that count when there is more than one), or the series of the last one bumped by them.
+    async fn publish_occurrences(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+        occurrences: u32,
+    ) -> Result<(), kube::Error> {
         let now = Timestamp::now();
-        let key = SeriesKey {
-            warning: matches!(event.type_, EventType::Warning),
-            reason: event.reason.clone(),
-            action: event.action.clone(),
-            regarding: ObjectKey::from(regarding),
-            related: event.secondary.as_ref().map(ObjectKey::from),
-        };
+        let occurrences = i32::try_from(occurrences.max(1)).unwrap_or(i32::MAX);
+        let key = SeriesKey::of(event, regarding);
         let previous = self.lock().current(&key, now).cloned();
         let state = match previous {
             Some(mut series) => {
-                series.count += 1;
+                series.count = series.count.saturating_add(occurrences);
                 series.last_seen = now;
                 let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &series.namespace);
                 let patch = serde_json::json!({"series": EventSeries {
@@ -276,7 +321,7 @@ impl Publisher {
                 series
             }
             None => {
-                let object = self.new_event(event, regarding, now);
+                let object = self.new_event(event, regarding, now, occurrences);
                 let namespace = object
                     .metadata
                     .namespace
@@ -287,7 +332,7 @@ impl Publisher {
                 SeriesState {
                     namespace,
                     name: object.metadata.name.unwrap_or_default(),
-                    count: 1,
+                    count: occurrences,
                     last_seen: now,
                     generation: 0,
                 }
@@ -301,9 +346,10 @@ impl Publisher {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The Event object of a first occurrence (named `<object>.<time in hex nanoseconds>`, as kube-runtime
-    /// names them).
-    fn new_event(&self, event: &Event, regarding: &ObjectReference, now: Timestamp) -> K8sEvent {
+    /// The Event object of a series' first `occurrences` (named `<object>.<time in hex nanoseconds>`, as
+    /// kube-runtime names them). More than one is a series from the start (the events API wants a series count
+    /// of at least 2).
+    fn new_event(&self, event: &Event, regarding: &ObjectReference, now: Timestamp, occurrences: i32) -> K8sEvent {
         let controller = &self.reporter.controller;
         K8sEvent {
             action: Some(event.action.clone()),
@@ -330,6 +376,10 @@ impl Publisher {
                 .to_owned(),
             ),
             related: event.secondary.clone(),
+            series: (occurrences > 1).then_some(EventSeries {
+                count: occurrences,
+                last_observed_time: MicroTime(now),
+            }),
             ..K8sEvent::default()
         }
     }

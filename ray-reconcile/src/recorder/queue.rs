@@ -1,0 +1,180 @@
+//! The events waiting to be published, folded by series.
+//!
+//! Occurrences of a series that is already waiting are counted into it instead of queued again, and a series
+//! whose last occurrences are being sent waits until that request is done. A burst of `CreatedWorkerPod` events
+//! for one cluster is then one create and one series bump, not one request per pod, and the queue's length is
+//! bounded by distinct series rather than by occurrences: under load the recorder sends fewer requests instead
+//! of dropping events.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::Event;
+
+use super::SeriesKey;
+
+/// One series' occurrences waiting to be published.
+pub(super) struct Occurrences {
+    /// The first waiting occurrence (a new Event carries its note).
+    pub event: Event,
+    /// What it is about.
+    pub regarding: ObjectReference,
+    /// How many occurrences wait, the first included.
+    pub count: u32,
+}
+
+/// Series waiting to be published, in the order their first waiting occurrence arrived.
+#[derive(Default)]
+pub(super) struct SeriesQueue {
+    /// Occurrences per series that are waiting.
+    waiting: HashMap<Arc<SeriesKey>, Occurrences>,
+    /// Waiting series that may be sent now, oldest first.
+    ready: VecDeque<Arc<SeriesKey>>,
+    /// Series with a request in flight: their new occurrences wait for it.
+    sending: HashSet<Arc<SeriesKey>>,
+}
+
+impl SeriesQueue {
+    /// Distinct series waiting.
+    pub fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Adds one occurrence of `event` about `regarding`.
+    pub fn push(&mut self, event: Event, regarding: ObjectReference) {
+        let key = SeriesKey::of(&event, &regarding);
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            waiting.count = waiting.count.saturating_add(1);
+            return;
+        }
+        let key = Arc::new(key);
+        if !self.sending.contains(&key) {
+            self.ready.push_back(Arc::clone(&key));
+        }
+        self.waiting.insert(
+            key,
+            Occurrences {
+                event,
+                regarding,
+                count: 1,
+            },
+        );
+    }
+
+    /// The oldest series that may be sent now, with its occurrences; it counts as sending until
+    /// [`SeriesQueue::sent`].
+    pub fn next(&mut self) -> Option<(Arc<SeriesKey>, Occurrences)> {
+        while let Some(key) = self.ready.pop_front() {
+            if let Some(occurrences) = self.waiting.remove(&key) {
+                self.sending.insert(Arc::clone(&key));
+                return Some((key, occurrences));
+            }
+        }
+        None
+    }
+
+    /// The request for `key` is done (whatever its outcome): occurrences that arrived meanwhile may go.
+    pub fn sent(&mut self, key: &SeriesKey) {
+        self.sending.remove(key);
+        if let Some((key, _)) = self.waiting.get_key_value(key) {
+            self.ready.push_back(Arc::clone(key));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::events::EventType;
+
+    fn event(reason: &str, note: &str) -> Event {
+        Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(note.into()),
+            action: "Create".into(),
+            secondary: None,
+        }
+    }
+
+    fn cluster(name: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("ray.io/v1".into()),
+            kind: Some("RayCluster".into()),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    fn taken(queue: &mut SeriesQueue) -> Option<(String, String, String, u32)> {
+        queue.next().map(|(_, o)| {
+            (
+                o.regarding.name.unwrap_or_default(),
+                o.event.reason,
+                o.event.note.unwrap_or_default(),
+                o.count,
+            )
+        })
+    }
+
+    fn entry(cluster: &str, reason: &str, note: &str, count: u32) -> Option<(String, String, String, u32)> {
+        Some((cluster.into(), reason.into(), note.into(), count))
+    }
+
+    #[test]
+    fn waiting_occurrences_of_a_series_are_folded_and_keep_the_first_note() {
+        let mut queue = SeriesQueue::default();
+        queue.push(event("CreatedWorkerPod", "w-1"), cluster("a"));
+        queue.push(event("CreatedHeadPod", "h"), cluster("a"));
+        queue.push(event("CreatedWorkerPod", "w-2"), cluster("a"));
+        queue.push(event("CreatedWorkerPod", "w-1"), cluster("b"));
+        queue.push(event("CreatedWorkerPod", "w-3"), cluster("a"));
+        assert_eq!(queue.len(), 3);
+        assert_eq!(taken(&mut queue), entry("a", "CreatedWorkerPod", "w-1", 3));
+        assert_eq!(taken(&mut queue), entry("a", "CreatedHeadPod", "h", 1));
+        assert_eq!(taken(&mut queue), entry("b", "CreatedWorkerPod", "w-1", 1));
+        assert_eq!(taken(&mut queue), None);
+        assert_eq!(queue.len(), 0);
+    }
+
+    #[test]
+    fn a_series_being_sent_holds_its_new_occurrences_until_the_request_is_done() {
+        let mut queue = SeriesQueue::default();
+        queue.push(event("CreatedWorkerPod", "w-1"), cluster("a"));
+        let (key, first) = queue.next().unwrap();
+        assert_eq!(first.count, 1);
+        queue.push(event("CreatedWorkerPod", "w-2"), cluster("a"));
+        queue.push(event("CreatedWorkerPod", "w-3"), cluster("a"));
+        queue.push(event("CreatedService", "s"), cluster("a"));
+        // Only the other series may go while the first request is in flight: a second create of the same
+        // series would race the first.
+        assert_eq!(taken(&mut queue), entry("a", "CreatedService", "s", 1));
+        assert_eq!(taken(&mut queue), None);
+        queue.sent(&key);
+        assert_eq!(taken(&mut queue), entry("a", "CreatedWorkerPod", "w-2", 2));
+        assert_eq!(taken(&mut queue), None);
+    }
+
+    #[test]
+    fn a_series_sent_with_nothing_new_is_not_queued_again() {
+        let mut queue = SeriesQueue::default();
+        queue.push(event("CreatedWorkerPod", "w-1"), cluster("a"));
+        let (key, _) = queue.next().unwrap();
+        queue.sent(&key);
+        assert_eq!(taken(&mut queue), None);
+        queue.push(event("CreatedWorkerPod", "w-2"), cluster("a"));
+        assert_eq!(taken(&mut queue), entry("a", "CreatedWorkerPod", "w-2", 1));
+    }
+
+    #[test]
+    fn warnings_and_normal_events_of_one_reason_are_separate_series() {
+        let mut queue = SeriesQueue::default();
+        queue.push(event("Reason", "n"), cluster("a"));
+        let mut warning = event("Reason", "w");
+        warning.type_ = EventType::Warning;
+        queue.push(warning, cluster("a"));
+        assert_eq!(queue.len(), 2);
+    }
+}
