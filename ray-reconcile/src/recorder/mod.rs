@@ -12,8 +12,8 @@
 //! task and returns, as client-go's recorder (and so KubeRay's) does. A pass that creates a service and three
 //! pods would otherwise spend half its API round trips on events; with thousands of clusters reconciled one at
 //! a time that doubles the time to create them. The task folds the occurrences of a series that wait into one
-//! request ([`queue`]): a pass that creates nine workers sends one Event and one series bump for them, not
-//! nine requests. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
+//! request ([`queue`]): the events of pods created together (a slow-start round of creates) cost one request,
+//! not one per pod. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
 //! it; beyond that new events are dropped with a log line, as client-go drops them.
 
 mod queue;

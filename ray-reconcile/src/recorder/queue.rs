@@ -2,9 +2,9 @@
 //!
 //! Occurrences of a series that is already waiting are counted into it instead of queued again, and a series
 //! whose last occurrences are being sent waits until that request is done. A burst of `CreatedWorkerPod` events
-//! for one cluster is then one create and one series bump, not one request per pod, and the queue's length is
-//! bounded by distinct series rather than by occurrences: under load the recorder sends fewer requests instead
-//! of dropping events.
+//! for one cluster then costs one request, not one per pod, and the queue's length is bounded by distinct series
+//! rather than by occurrences: under load the recorder sends fewer requests, each counting more occurrences, and
+//! drops events only when 1,000 distinct series wait.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
