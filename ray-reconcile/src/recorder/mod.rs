@@ -47,48 +47,55 @@ const EVENT_SENDERS: usize = 4;
 /// events API's six minutes).
 pub const EVENT_SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
 
-/// What makes two events the same series.
+/// What makes two events the same series: their type, reason and action and the objects they are about (every
+/// field of each reference), written into one string. Thousands of series are remembered, and one allocation per
+/// key instead of seven (with an inline copy of the related object's five fields) keeps each small.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct SeriesKey {
-    warning: bool,
-    reason: String,
-    action: String,
-    regarding: ObjectKey,
-    related: Option<ObjectKey>,
-}
-
-/// The identity of an object an event is about.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct ObjectKey {
-    api_version: Option<String>,
-    kind: Option<String>,
-    namespace: Option<String>,
-    name: Option<String>,
-    uid: Option<String>,
-}
+struct SeriesKey(Box<str>);
 
 impl SeriesKey {
     /// The series `event` about `regarding` belongs to.
     fn of(event: &Event, regarding: &ObjectReference) -> Self {
-        Self {
-            warning: matches!(event.type_, EventType::Warning),
-            reason: event.reason.clone(),
-            action: event.action.clone(),
-            regarding: ObjectKey::from(regarding),
-            related: event.secondary.as_ref().map(ObjectKey::from),
+        let mut key = String::with_capacity(128);
+        key.push(match event.type_ {
+            EventType::Warning => 'W',
+            EventType::Normal => 'N',
+        });
+        push_key_field(&mut key, Some(&event.reason));
+        push_key_field(&mut key, Some(&event.action));
+        push_key_object(&mut key, Some(regarding));
+        push_key_object(&mut key, event.secondary.as_ref());
+        Self(key.into_boxed_str())
+    }
+}
+
+/// Appends one field to a series key so that different fields never give the same key: a NUL separator (no
+/// Kubernetes name, reason or action contains one), then `-` for an absent field or `+` and the value.
+fn push_key_field(key: &mut String, value: Option<&str>) {
+    key.push('\0');
+    match value {
+        None => key.push('-'),
+        Some(value) => {
+            key.push('+');
+            key.push_str(value);
         }
     }
 }
 
-impl From<&ObjectReference> for ObjectKey {
-    fn from(reference: &ObjectReference) -> Self {
-        Self {
-            api_version: reference.api_version.clone(),
-            kind: reference.kind.clone(),
-            namespace: reference.namespace.clone(),
-            name: reference.name.clone(),
-            uid: reference.uid.clone(),
-        }
+/// Appends an object reference (or its absence) to a series key: its API version, kind, namespace, name and uid.
+fn push_key_object(key: &mut String, object: Option<&ObjectReference>) {
+    let Some(object) = object else {
+        push_key_field(key, None);
+        return;
+    };
+    for field in [
+        &object.api_version,
+        &object.kind,
+        &object.namespace,
+        &object.name,
+        &object.uid,
+    ] {
+        push_key_field(key, field.as_deref());
     }
 }
 
@@ -389,20 +396,52 @@ impl Publisher {
 mod tests {
     use super::*;
 
-    fn key(name: &str, reason: &str) -> SeriesKey {
-        SeriesKey {
-            warning: false,
-            reason: reason.into(),
-            action: "Create".into(),
-            regarding: ObjectKey {
-                api_version: Some("ray.io/v1".into()),
-                kind: Some("RayCluster".into()),
-                namespace: Some("ns".into()),
-                name: Some(name.into()),
-                uid: None,
-            },
-            related: None,
+    fn reference(name: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("ray.io/v1".into()),
+            kind: Some("RayCluster".into()),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
         }
+    }
+
+    fn event(reason: &str) -> Event {
+        Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: None,
+            action: "Create".into(),
+            secondary: None,
+        }
+    }
+
+    fn key(name: &str, reason: &str) -> SeriesKey {
+        SeriesKey::of(&event(reason), &reference(name))
+    }
+
+    #[test]
+    fn series_keys_tell_apart_every_field_of_the_event_and_its_objects() {
+        let base = key("a", "Created");
+        assert_eq!(base, key("a", "Created"));
+        assert_ne!(base, key("b", "Created"));
+        assert_ne!(base, key("a", "Deleted"));
+        let mut warning = event("Created");
+        warning.type_ = EventType::Warning;
+        assert_ne!(base, SeriesKey::of(&warning, &reference("a")));
+        let mut other_action = event("Created");
+        other_action.action = "Delete".into();
+        assert_ne!(base, SeriesKey::of(&other_action, &reference("a")));
+        let mut related = event("Created");
+        related.secondary = Some(reference("b"));
+        assert_ne!(base, SeriesKey::of(&related, &reference("a")));
+        let mut with_uid = reference("a");
+        with_uid.uid = Some("u".into());
+        assert_ne!(base, SeriesKey::of(&event("Created"), &with_uid));
+        // An absent field and an empty one are different keys.
+        let mut empty_uid = reference("a");
+        empty_uid.uid = Some(String::new());
+        assert_ne!(base, SeriesKey::of(&event("Created"), &empty_uid));
     }
 
     fn state(count: i32, last_seen: Timestamp) -> SeriesState {
