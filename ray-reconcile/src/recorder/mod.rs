@@ -396,7 +396,8 @@ impl Publisher {
 mod tests {
     use super::*;
 
-    fn reference(name: &str) -> ObjectReference {
+    /// A reference to the RayCluster `name` of namespace `ns` (also for the queue's tests).
+    pub(super) fn reference(name: &str) -> ObjectReference {
         ObjectReference {
             api_version: Some("ray.io/v1".into()),
             kind: Some("RayCluster".into()),
@@ -406,14 +407,19 @@ mod tests {
         }
     }
 
-    fn event(reason: &str) -> Event {
+    /// A Normal `Create` event with `reason` and `note` (also for the queue's tests).
+    pub(super) fn event_with_note(reason: &str, note: &str) -> Event {
         Event {
             type_: EventType::Normal,
             reason: reason.into(),
-            note: None,
+            note: Some(note.into()),
             action: "Create".into(),
             secondary: None,
         }
+    }
+
+    fn event(reason: &str) -> Event {
+        event_with_note(reason, "")
     }
 
     fn key(name: &str, reason: &str) -> SeriesKey {

@@ -85,28 +85,9 @@ impl SeriesQueue {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{event_with_note as event, reference as cluster};
     use super::*;
     use kube::runtime::events::EventType;
-
-    fn event(reason: &str, note: &str) -> Event {
-        Event {
-            type_: EventType::Normal,
-            reason: reason.into(),
-            note: Some(note.into()),
-            action: "Create".into(),
-            secondary: None,
-        }
-    }
-
-    fn cluster(name: &str) -> ObjectReference {
-        ObjectReference {
-            api_version: Some("ray.io/v1".into()),
-            kind: Some("RayCluster".into()),
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            ..ObjectReference::default()
-        }
-    }
 
     fn taken(queue: &mut SeriesQueue) -> Option<(String, String, String, u32)> {
         queue.next().map(|(_, o)| {
