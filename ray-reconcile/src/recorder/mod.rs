@@ -116,8 +116,8 @@ struct SeriesState {
 /// The remembered series, oldest-first eviction.
 #[derive(Debug, Default)]
 struct SeriesCache {
-    /// The key is shared with `order`: a key is seven strings, and an operator creating many clusters keeps
-    /// thousands of series.
+    /// The key is shared with `order` rather than copied: an operator creating many clusters keeps thousands of
+    /// series.
     entries: HashMap<Arc<SeriesKey>, SeriesState>,
     /// Keys in the order they were last touched, with the generation that touch gave them; entries whose
     /// generation is no longer current are skipped when they reach the front.
