@@ -104,8 +104,8 @@ pub struct PhaseResult {
     pub traffic: Option<Traffic>,
 }
 
-/// What one operator phase asked of the API server, divided by the number of RayClusters: the cost of a
-/// cluster that the bare client does not pay.
+/// What one operator phase asked of the API server, divided by the number of RayClusters (read when the phase
+/// ends: operator start-up included, event requests still queued in the operator not).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Traffic {
     /// Requests of every client and verb (watches, reads and the benchmark's RayCluster creates included).
