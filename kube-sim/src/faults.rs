@@ -11,6 +11,7 @@
 //! | `/RESOURCE` | restrict a rule to a plural resource name (after the optional `@verbs`) |
 //! | `latency=20ms` | add latency to every request (a Go duration such as `20ms` or `1.5s`; a bare number is milliseconds) |
 //! | `watch-drop=2s` | sever every open watch stream every 2 s |
+//! | `watch-lag=300ms/RESOURCE` | watch events (of one plural resource, or of all without `/RESOURCE`) reach clients that much after they happen, as from a watch cache behind storage; requests still see the latest state. Set on a running simulator, it applies to watches started after. A watch holds back at most 256 events at a time: beyond that rate the lag grows |
 //! | `expire-watch` | the next watch request gets an in-stream 410 `Expired` |
 //! | `seed=42` | RNG seed for the percentages |
 //!
@@ -54,6 +55,8 @@ pub struct FaultConfig {
     pub latency: Duration,
     /// Sever all watch streams at this interval.
     pub watch_drop: Option<Duration>,
+    /// Delay watch events by this long, for one plural resource or (`None`) all.
+    pub watch_lag: Option<(Duration, Option<String>)>,
     /// Answer the next watch with an in-stream 410.
     pub expire_next_watch: bool,
     /// RNG seed.
@@ -94,6 +97,15 @@ pub(crate) const WRITE_VERBS: &[&str] = &["create", "update", "patch", "delete",
 const CODES: &[u16] = &[409, 429, 500, 503, 504];
 
 impl FaultConfig {
+    /// How long watch events of `resource` are held back (`watch-lag`).
+    pub fn watch_lag_of(&self, resource: &str) -> Option<Duration> {
+        match &self.watch_lag {
+            Some((lag, None)) => Some(*lag),
+            Some((lag, Some(only))) if only == resource => Some(*lag),
+            _ => None,
+        }
+    }
+
     /// Parses the `--faults` syntax described in the module docs.
     pub fn parse(spec: &str) -> Result<Self, FaultSpecError> {
         let mut cfg = Self {
@@ -156,6 +168,14 @@ impl FaultConfig {
                 }
                 "latency" => cfg.latency = parse_duration(value).ok_or_else(|| err("bad duration"))?,
                 "watch-drop" => cfg.watch_drop = Some(parse_duration(value).ok_or_else(|| err("bad duration"))?),
+                "watch-lag" => {
+                    let (lag, resource) = match value.split_once('/') {
+                        Some((lag, resource)) if !resource.is_empty() => (lag, Some(resource.to_string())),
+                        Some(_) => return Err(err("empty resource")),
+                        None => (value, None),
+                    };
+                    cfg.watch_lag = Some((parse_duration(lag).ok_or_else(|| err("bad duration"))?, resource));
+                }
                 "expire-watch" => cfg.expire_next_watch = true,
                 "seed" => cfg.seed = value.parse().map_err(|_| err("bad seed"))?,
                 _ => return Err(err("unknown item")),
@@ -288,6 +308,18 @@ mod tests {
         );
         assert!(FaultConfig::parse("latency=soon").is_err());
         assert!(FaultConfig::parse("latency=-1s").is_err());
+    }
+
+    #[test]
+    fn watch_lag_applies_to_its_resource_or_to_all() {
+        let one = FaultConfig::parse("watch-lag=300ms/rayclusters").unwrap();
+        assert_eq!(one.watch_lag_of("rayclusters"), Some(Duration::from_millis(300)));
+        assert_eq!(one.watch_lag_of("pods"), None);
+        let all = FaultConfig::parse("watch-lag=1s").unwrap();
+        assert_eq!(all.watch_lag_of("pods"), Some(Duration::from_secs(1)));
+        assert_eq!(FaultConfig::default().watch_lag_of("pods"), None);
+        assert!(FaultConfig::parse("watch-lag=1s/").is_err());
+        assert!(FaultConfig::parse("watch-lag=later/pods").is_err());
     }
 
     #[test]

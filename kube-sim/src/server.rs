@@ -395,6 +395,12 @@ impl SimHandle {
         self.http.counters.writes_by_client.lock().clone()
     }
 
+    /// Write requests refused so far by (client, plural resource, HTTP status code); see
+    /// [`crate::http::Counters::write_refusals_by_client`].
+    pub fn write_refusals_by_client(&self) -> BTreeMap<(String, String, u16), u64> {
+        self.http.counters.write_refusals_by_client.lock().clone()
+    }
+
     /// Requests served so far (every client, every verb, watches included).
     pub fn requests_served(&self) -> u64 {
         self.http.counters.requests.load(std::sync::atomic::Ordering::Relaxed)
@@ -485,7 +491,7 @@ mod tests {
     use super::*;
     use futures::StreamExt as _;
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::{Api, PostParams, WatchParams};
+    use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 
     async fn sim() -> SimHandle {
         let agents = AgentConfig {
@@ -543,6 +549,104 @@ mod tests {
             "a subresource is counted apart from its resource"
         );
         assert!(sim.requests_served() >= 5, "every request is counted");
+        assert!(
+            sim.write_refusals_by_client().is_empty(),
+            "the injected 500 is not a refusal"
+        );
+        b.create(&pp, &config_map("y")).await.unwrap_err();
+        assert_eq!(
+            sim.write_refusals_by_client(),
+            BTreeMap::from([(("client-b".to_owned(), "configmaps".to_owned(), 409), 1)]),
+            "a create of a taken name is refused with 409"
+        );
+        let read = namespaces
+            .get("default")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let relabel = serde_json::json!({"metadata": {"labels": {"changed": "yes"}}});
+        namespaces
+            .patch(
+                "default",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(relabel),
+            )
+            .await
+            .unwrap();
+        let stale = serde_json::json!({"metadata": {"resourceVersion": read}, "status": {}});
+        namespaces
+            .patch_status(
+                "default",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(stale),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            sim.write_refusals_by_client()
+                .get(&("client-b".to_owned(), "namespaces/status".to_owned(), 409)),
+            Some(&1),
+            "a status patch from a stale resourceVersion is refused with 409, under the subresource"
+        );
+    }
+
+    #[tokio::test]
+    async fn watch_lag_delivers_a_resources_events_late_and_not_others() {
+        let sim = sim().await;
+        sim.set_faults(FaultConfig::parse("watch-lag=400ms/configmaps").unwrap());
+        let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
+        let now = api
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let mut events = api
+            .watch(&WatchParams::default().timeout(60), &now)
+            .await
+            .unwrap()
+            .boxed();
+        let started = std::time::Instant::now();
+        for name in ["a", "b", "c"] {
+            api.create(&PostParams::default(), &config_map(name)).await.unwrap();
+        }
+        assert!(api.get("c").await.is_ok(), "requests see the latest state at once");
+        for name in ["a", "b", "c"] {
+            let event = events.next().await.unwrap().unwrap();
+            assert!(matches!(event, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some(name)));
+        }
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(400), "the events came after {waited:?}");
+        assert!(
+            waited < Duration::from_millis(1200),
+            "three events lagged {waited:?}: each should lag 400 ms from its write, not queue behind the others"
+        );
+
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(sim.client());
+        let now = namespaces
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let mut namespace_events = namespaces
+            .watch(&WatchParams::default().timeout(60), &now)
+            .await
+            .unwrap()
+            .boxed();
+        let started = std::time::Instant::now();
+        let namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "lag-free"}})).unwrap();
+        namespaces.create(&PostParams::default(), &namespace).await.unwrap();
+        let event = namespace_events.next().await.unwrap().unwrap();
+        assert!(matches!(event, WatchEvent::Added(ns) if ns.metadata.name.as_deref() == Some("lag-free")));
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "another resource's watch is not held back"
+        );
     }
 
     #[tokio::test]

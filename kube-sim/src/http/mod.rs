@@ -82,6 +82,10 @@ pub struct Counters {
     /// (give each process its own identity, [`crate::SimHandle::kubeconfig_for`], to tell them apart); a
     /// subresource is counted under `resource/subresource` (`rayclusters/status`).
     pub writes_by_client: Mutex<BTreeMap<(String, String), u64>>,
+    /// Of those writes, the ones the store refused (a 409 `Conflict` for a stale `resourceVersion`, a 404,
+    /// a 422), by (client, resource, HTTP status code). Injected faults are counted in `injected_faults`
+    /// instead.
+    pub write_refusals_by_client: Mutex<BTreeMap<(String, String, u16), u64>>,
 }
 
 /// Shared state of the HTTP layer.
@@ -484,13 +488,21 @@ impl Ctx {
         }
         let q = Query::parse(query);
         let verb = verb_of(&self.method, &route, &q);
-        if WRITE_VERBS.contains(&verb) {
+        let write_key = WRITE_VERBS.contains(&verb).then(|| {
             let resource = match route.subresource.as_deref() {
                 Some(sub) => format!("{}/{sub}", route.gvr.resource),
                 None => route.gvr.resource.clone(),
             };
-            let key = (self.user.name.clone(), resource);
-            *self.state.counters.writes_by_client.lock().entry(key).or_default() += 1;
+            (self.user.name.clone(), resource)
+        });
+        if let Some(key) = &write_key {
+            *self
+                .state
+                .counters
+                .writes_by_client
+                .lock()
+                .entry(key.clone())
+                .or_default() += 1;
         }
         let (latency, injected) = {
             let mut f = self.state.faults.lock();
@@ -506,7 +518,18 @@ impl Ctx {
         let custom = self.store().resource(&route.gvr).is_some_and(|i| i.custom);
         match self.resource(route, &q, verb).await {
             Ok(r) => r,
-            Err(e) => self.error_response(&e, custom),
+            Err(e) => {
+                if let Some((client, resource)) = write_key {
+                    *self
+                        .state
+                        .counters
+                        .write_refusals_by_client
+                        .lock()
+                        .entry((client, resource, e.code))
+                        .or_default() += 1;
+                }
+                self.error_response(&e, custom)
+            }
         }
     }
 

@@ -23,6 +23,9 @@ use crate::store::{WatchEvent, WatchOptions, WatchReceiver};
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Buffered lines between the watch task and the connection.
 const LINE_BUFFER: usize = 256;
+/// A line of the watch response and when the watch task produced it (for the `watch-lag` fault).
+type Line = (Instant, Bytes);
+
 /// Annotation marking the end of a streaming list's initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
@@ -168,7 +171,8 @@ pub(super) fn serve(
         table,
         protobuf,
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(LINE_BUFFER);
+    let lag = state.faults.lock().config().watch_lag_of(&info.gvr.resource);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Line>(LINE_BUFFER);
     let task_state = state.clone();
     tokio::spawn(async move {
         task_state.counters.open_watches.fetch_add(1, Ordering::Relaxed);
@@ -178,15 +182,20 @@ pub(super) fn serve(
                 let rv = task_state.store.current_rv();
                 task_state.counters.expired_watches.fetch_add(1, Ordering::Relaxed);
                 let e = ApiError::expired(format!("too old resource version: {rv} ({rv})"));
-                let _ = tx.send(encoder.event(&WatchEvent::Error(e))).await;
+                let _ = tx.send((Instant::now(), encoder.event(&WatchEvent::Error(e)))).await;
             }
         }
         task_state.counters.open_watches.fetch_sub(1, Ordering::Relaxed);
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, std::convert::Infallible>(Frame::data(b)), rx))
+    let stream = futures::stream::unfold(rx, move |mut rx| async move {
+        let (written_at, line) = rx.recv().await?;
+        if let Some(lag) = lag {
+            // Held back from when the event was taken from the store, not from when this stage gets to it:
+            // a lagging watch delivers late, it does not slow down (up to `LINE_BUFFER` events per lag
+            // period; beyond that the pump waits for room, and the lag grows).
+            tokio::time::sleep_until(written_at + lag).await;
+        }
+        Some((Ok::<_, std::convert::Infallible>(Frame::data(line)), rx))
     });
     let mut resp = Response::new(BodyExt::boxed_unsync(StreamBody::new(stream.boxed())));
     let content_type = if protobuf {
@@ -202,7 +211,7 @@ pub(super) fn serve(
 async fn pump(
     state: &HttpState,
     mut receiver: WatchReceiver,
-    tx: tokio::sync::mpsc::Sender<Bytes>,
+    tx: tokio::sync::mpsc::Sender<Line>,
     encoder: Encoder,
     timeout: Duration,
     bookmark_every: Option<Duration>,
@@ -222,19 +231,19 @@ async fn pump(
                     }
                 state.counters.watch_events.fetch_add(1, Ordering::Relaxed);
                 let is_error = matches!(ev, WatchEvent::Error(_));
-                if tx.send(encoder.event(&ev)).await.is_err() || is_error {
+                if tx.send((Instant::now(), encoder.event(&ev))).await.is_err() || is_error {
                     return;
                 }
             }
             _ = tokio::time::sleep_until(bookmark_at) => {
-                if tx.send(encoder.bookmark_line(receiver.bookmark_rv())).await.is_err() {
+                if tx.send((Instant::now(), encoder.bookmark_line(receiver.bookmark_rv()))).await.is_err() {
                     return;
                 }
                 next_bookmark = bookmark_every.map(|d| Instant::now() + d);
             }
             _ = tokio::time::sleep_until(deadline) => {
                 if bookmark_every.is_some() {
-                    let _ = tx.send(encoder.bookmark_line(receiver.bookmark_rv())).await;
+                    let _ = tx.send((Instant::now(), encoder.bookmark_line(receiver.bookmark_rv()))).await;
                 }
                 return;
             }
@@ -243,7 +252,7 @@ async fn pump(
                     let rv = receiver.bookmark_rv();
                     let e = ApiError::expired(format!("too old resource version: {rv} ({rv})"));
                     state.counters.expired_watches.fetch_add(1, Ordering::Relaxed);
-                    let _ = tx.send(encoder.event(&WatchEvent::Error(e))).await;
+                    let _ = tx.send((Instant::now(), encoder.event(&WatchEvent::Error(e)))).await;
                 }
                 return;
             }
