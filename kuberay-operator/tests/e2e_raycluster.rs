@@ -426,3 +426,56 @@ async fn a_scale_up_publishes_one_event_series_in_fewer_requests_than_workers() 
     drop(operator);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pass whose copy of the cluster predates the operator's own last status write (the watch cache is behind;
+/// pod events trigger passes sooner) leaves the status to a later pass instead of sending a write bound to
+/// conflict: with the RayCluster watch held back, the cluster still gets to `ready` and no status write is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_writes_wait_for_a_lagging_cache_instead_of_conflicting() {
+    const WORKERS: i32 = 4;
+    let faults = kube_sim::FaultConfig::parse("watch-lag=500ms/rayclusters").unwrap();
+    let SimEnv {
+        sim,
+        client,
+        dir,
+        kubeconfig,
+    } = SimEnv::start(
+        "raycluster-lagging-cache",
+        kube_sim::SimConfig {
+            faults,
+            ..kube_sim::SimConfig::default()
+        },
+    )
+    .await;
+    let mut operator = start_operator(&dir, &kubeconfig, free_port(), free_port(), &[]);
+    let mut cluster = sample(NS);
+    let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+    group.replicas = Some(WORKERS);
+    group.max_replicas = Some(WORKERS);
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    wait_for_ready_workers(&client, NS, i64::from(WORKERS)).await;
+    // Stopped before the counts are read, so that a write refused after `ready` is counted too.
+    let exit = operator.terminate();
+    assert!(exit.success(), "operator exited with {exit}");
+
+    let status_writes: u64 = sim
+        .writes_by_client()
+        .into_iter()
+        .filter(|((_, resource), _)| resource == "rayclusters/status")
+        .map(|(_, n)| n)
+        .sum();
+    let refused: Vec<_> = sim
+        .write_refusals_by_client()
+        .into_iter()
+        .filter(|((_, resource, _), _)| resource == "rayclusters/status")
+        .collect();
+    assert!(status_writes >= 2, "{status_writes} status writes");
+    assert!(
+        refused.is_empty(),
+        "status writes refused (by client, resource, code): {refused:?} of {status_writes}"
+    );
+    drop(operator);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -161,6 +161,10 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
 
     let (reader, writer) = reflector::store::<Stored<RayCluster>>();
     config.cluster_feed.share_store(namespace.clone(), reader.clone());
+    // A status write triggers no pass, except for a cluster whose pass left its status step because the
+    // cache had not shown its previous status write yet: it runs again as soon as the store does.
+    let (caught_up_tx, caught_up_rx) = futures::channel::mpsc::unbounded::<ObjectRef<Stored<RayCluster>>>();
+    let guard = Arc::clone(&ctx);
     let forget = Arc::clone(&ctx);
     let mtls = config.mtls_feed.clone().map(|feed| (feed, ctx.pods.clone()));
     // For(RayCluster) with OR(GenerationChanged, LabelChanged, AnnotationChanged), plus the deletion
@@ -188,6 +192,19 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
         .reflect(writer)
         // After the store write: the RayJob and RayService passes this triggers read the store.
         .inspect_ok(config.cluster_feed.publisher())
+        .inspect_ok(move |event| {
+            if let watcher::Event::Apply(cluster) = event {
+                let meta = cluster.meta();
+                let key = ClusterKey::new(
+                    meta.namespace.clone().unwrap_or_default(),
+                    meta.name.clone().unwrap_or_default(),
+                );
+                if guard.stale_status.caught_up(&key, meta.resource_version.as_deref()) {
+                    // The receiver lives as long as the controller that reads it.
+                    let _ = caught_up_tx.unbounded_send(cluster_ref(key));
+                }
+            }
+        })
         .applied_objects()
         .predicate_filter(
             predicates::generation
@@ -205,6 +222,7 @@ async fn run_scope(client: Client, config: &ControllerConfig, namespace: Option<
     FairController::for_stream(clusters, reader, config.concurrency)
         .reconcile_on(pod_triggers)
         .reconcile_on(service_triggers)
+        .reconcile_on(caught_up_rx)
         .graceful_shutdown_on(shutdown)
         .run(reconcile_when_synced, executor::error_policy, ctx)
         .for_each(|result| {

@@ -20,7 +20,7 @@ use crate::kube_errors::{is_conflict, is_not_found};
 use crate::metrics::{ClusterLabels, ControllerMetrics};
 use crate::recorder::EventRecorder;
 use crate::runtime_util::{backoff_delay, publish_event};
-use crate::status_writer::{self, MergeShape, StatusWrite, StatusWriteError};
+use crate::status_writer::{self, MergeShape, StaleStatusGuard, StatusWrite, StatusWriteError};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -41,6 +41,11 @@ pub const SHORT_REQUEUE: Duration = Duration::from_secs(ray_api::constants::DEFA
 /// events of the slice just created usually trigger the next pass sooner; this is the fallback.
 pub const DEFERRED_CREATES_REQUEUE: Duration = Duration::from_millis(200);
 
+/// Requeue of a pass that found the cache still behind its own last status write (see
+/// [`StaleStatusGuard`]). The RayCluster watch starts the next pass as soon as it delivers that write (see
+/// the controller); this is the fallback should it not, so it need not be short.
+pub const STALE_CACHE_REQUEUE: Duration = SHORT_REQUEUE;
+
 /// Requeue while a rolling worker upgrade is in progress, so a replacement that never gets ready is reported
 /// once its progress deadline passes even when no pod changes.
 pub const UPGRADE_CHECK_REQUEUE: Duration = Duration::from_secs(5);
@@ -59,6 +64,8 @@ pub struct Context {
     pub services: ClusterIndex<ServiceInfo>,
     /// Scale expectations.
     pub expectations: ScaleExpectations,
+    /// Clusters whose last status write the cache has not shown yet.
+    pub stale_status: StaleStatusGuard<ClusterKey>,
     /// Event recorder (`raycluster-controller`).
     pub recorder: EventRecorder,
     /// Per-cluster event budget (client-go's spam filter), applied before the recorder.
@@ -92,6 +99,7 @@ impl Context {
             pods: ClusterIndex::default(),
             services: ClusterIndex::default(),
             expectations: ScaleExpectations::new(),
+            stale_status: StaleStatusGuard::default(),
             metrics,
             failures: Mutex::default(),
             waiting_for_nodes: Mutex::default(),
@@ -134,6 +142,7 @@ impl Context {
         let key = cluster_key(cluster);
         self.expectations.forget_cluster(&key.namespace, &key.name);
         self.reset_backoff(&key);
+        self.stale_status.forget(&key);
         self.starts_waiting_for_nodes(&key, false);
         self.event_filter.forget(&event_budget_key(&key));
         self.metrics.forget_cluster(&cluster_labels(cluster));
@@ -312,6 +321,19 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         }
     }
 
+    let key = cluster_key(cluster);
+    if ctx
+        .stale_status
+        .cache_is_behind(&key, cluster.metadata.resource_version.as_deref())
+    {
+        // This copy predates the pass's own last status write: a status computed from it would conflict,
+        // and its transitions were already acted on. A later pass, from a newer copy, does the status.
+        debug!("the cache has not shown the last status write yet; status left to a later pass");
+        if let Some(e) = pass_error {
+            return Err(e.into());
+        }
+        return Ok(Action::requeue(STALE_CACHE_REQUEUE));
+    }
     let observed = ctx.observe(cluster, Instant::now());
     let now = Time(k8s_openapi::jiff::Timestamp::now());
     let mut inconsistent = false;
@@ -329,7 +351,9 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
             if status::status_changed(cluster.status.as_ref(), &new_status) {
                 // A 409 (the pass read the cluster before a newer write reached the cache) goes to the error
                 // policy: the status is computed again from a newer copy rather than written over that write.
-                write_status(cluster, ctx, &new_status).await?;
+                let written = write_status(cluster, ctx, &new_status).await?;
+                ctx.stale_status
+                    .wrote(key, cluster.metadata.resource_version.as_deref(), written.as_deref());
                 inconsistent = true;
                 record_provisioned(cluster, ctx, &new_status, &now);
             }
@@ -426,7 +450,7 @@ async fn write_status(
     cluster: &RayCluster,
     ctx: &Context,
     new: &ray_api::RayClusterStatus,
-) -> Result<(), StatusWriteError> {
+) -> Result<Option<String>, StatusWriteError> {
     let api: Api<RayCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
     status_writer::write_status(&api, cluster, new, StatusWrite::Merge(MergeShape::Changes)).await
 }

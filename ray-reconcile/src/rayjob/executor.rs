@@ -516,7 +516,7 @@ impl<'a> Pass<'a> {
             None => self.job,
         };
         match write_status(&self.rayjobs, job, &plan.status, StatusWrite::Merge(MergeShape::Whole)).await {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(StatusWriteError::Api(e)) if is_not_found(&e) => return Ok(Flow::Stop(Action::await_change())),
             Err(e) => return Err(e.into()),
         }

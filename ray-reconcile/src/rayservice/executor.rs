@@ -345,7 +345,7 @@ impl Pass<'_> {
         }
         status.last_update_time = Some(Time(now));
         match write_status(&self.rayservices(), self.service, &status, StatusWrite::Replace).await {
-            Ok(()) => Ok(Action::requeue(DEFAULT_REQUEUE)),
+            Ok(_) => Ok(Action::requeue(DEFAULT_REQUEUE)),
             Err(StatusWriteError::Api(e)) if is_conflict(&e) => Ok(Action::requeue(CONFLICT_REQUEUE)),
             Err(StatusWriteError::Api(e)) if is_not_found(&e) => Ok(Action::await_change()),
             Err(e) => Err(e.into()),
