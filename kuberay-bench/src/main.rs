@@ -241,12 +241,56 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    match cli.command {
-        Some(Command::Memory(args)) => runtime.block_on(memory(args)),
-        Some(Command::Scale(args)) => runtime.block_on(scale(args)),
-        Some(Command::Isolation(args)) => runtime.block_on(isolation(args)),
-        None => runtime.block_on(memory(MemoryArgs::default())),
+    let stopped_by = runtime.block_on(async {
+        let work = async {
+            match cli.command {
+                Some(Command::Memory(args)) => memory(args).await,
+                Some(Command::Scale(args)) => scale(args).await,
+                Some(Command::Isolation(args)) => isolation(args).await,
+                None => memory(MemoryArgs::default()).await,
+            }
+        };
+        // On a stop signal the run is dropped, and with it the operator child it started (which would
+        // otherwise live on, and take CPU from whatever is measured next). `biased`: the run is polled first,
+        // so the signals are watched only from its first wait on. The operator build it may start before
+        // that (synchronous) is then still ended by a signal at once, as before; a signal sent to the
+        // bench's process alone leaves that build's cargo to finish on its own (Ctrl-C reaches it too).
+        tokio::select! {
+            biased;
+            result = work => result.map(|()| None),
+            signal = stop_signal() => Ok(Some(signal)),
+        }
+    })?;
+    match stopped_by {
+        None => Ok(()),
+        Some((name, number)) => {
+            eprintln!("kuberay-bench: stopped by {name}; the operator it started was stopped too");
+            std::process::exit(128 + number)
+        }
     }
+}
+
+/// Resolves with the signal's name and number when SIGINT, SIGTERM or SIGHUP arrives (never, if none can be
+/// watched).
+async fn stop_signal() -> (&'static str, i32) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let watched = [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::hangup(), "SIGHUP"),
+    ];
+    let arrivals = watched.into_iter().filter_map(|(kind, name)| {
+        let mut stream = signal(kind).ok()?;
+        Some(Box::pin(async move {
+            stream.recv().await;
+            (name, kind.as_raw_value())
+        }))
+    });
+    let arrivals: Vec<_> = arrivals.collect();
+    if arrivals.is_empty() {
+        return std::future::pending().await;
+    }
+    futures::future::select_all(arrivals).await.0
 }
 
 async fn memory(args: MemoryArgs) -> anyhow::Result<()> {

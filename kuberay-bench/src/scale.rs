@@ -115,6 +115,9 @@ pub struct Traffic {
     pub watch_events_per_cluster: f64,
     /// The operator's writes by resource (`pods`, `events`, `rayclusters/status`, ...).
     pub operator_writes_per_cluster: BTreeMap<String, f64>,
+    /// Of those, the ones the API server refused, by resource and HTTP status (`rayclusters/status 409`: a
+    /// status written from a copy older than the cluster).
+    pub operator_refusals_per_cluster: BTreeMap<String, f64>,
 }
 
 impl Traffic {
@@ -129,6 +132,12 @@ impl Traffic {
                 .into_iter()
                 .filter(|((client, _), _)| client == OPERATOR_USER)
                 .map(|((_, resource), n)| (resource, per_cluster(n)))
+                .collect(),
+            operator_refusals_per_cluster: sim
+                .write_refusals_by_client()
+                .into_iter()
+                .filter(|((client, _, _), _)| client == OPERATOR_USER)
+                .map(|((_, resource, code), n)| (format!("{resource} {code}"), per_cluster(n)))
                 .collect(),
         }
     }
@@ -618,18 +627,27 @@ fn traffic_markdown(phases: &[PhaseResult]) -> String {
     }
     let mut out = "\nAPI traffic per RayCluster (the simulator's counters over the whole phase, operator start-up \
                    included):\n\n\
-                   | run | requests (all clients) | watch events sent | operator writes | operator writes by resource |\n\
-                   |---|---|---|---|---|\n"
+                   | run | requests (all clients) | watch events sent | operator writes | operator writes by resource | \
+                   of which refused |\n\
+                   |---|---|---|---|---|---|\n"
         .to_owned();
-    for (label, traffic) in measured {
-        let by_resource = traffic
-            .operator_writes_per_cluster
+    let listed = |counts: &BTreeMap<String, f64>| {
+        if counts.is_empty() {
+            return "-".to_owned();
+        }
+        counts
             .iter()
-            .map(|(resource, n)| format!("{resource} {n:.2}"))
+            .map(|(what, n)| format!("{what} {n:.2}"))
             .collect::<Vec<_>>()
-            .join(", ");
+            .join(", ")
+    };
+    for (label, traffic) in measured {
+        let (by_resource, refused) = (
+            listed(&traffic.operator_writes_per_cluster),
+            listed(&traffic.operator_refusals_per_cluster),
+        );
         out.push_str(&format!(
-            "| {label} | {:.1} | {:.1} | {:.1} | {by_resource} |\n",
+            "| {label} | {:.1} | {:.1} | {:.1} | {by_resource} | {refused} |\n",
             traffic.requests_per_cluster,
             traffic.watch_events_per_cluster,
             traffic.operator_writes(),
@@ -790,6 +808,7 @@ mod tests {
                 ("pods".to_owned(), 10.0),
                 ("rayclusters/status".to_owned(), 2.5),
             ]),
+            operator_refusals_per_cluster: BTreeMap::from([("rayclusters/status 409".to_owned(), 0.5)]),
         };
         let phase = PhaseResult {
             label: "operator, unlimited (--qps=-1)".into(),
@@ -799,7 +818,8 @@ mod tests {
         let table = traffic_markdown(&[PhaseResult::default(), phase]);
         assert!(
             table.contains(
-                "| operator, unlimited (--qps=-1) | 30.0 | 45.5 | 23.5 | events 11.00, pods 10.00, rayclusters/status 2.50 |"
+                "| operator, unlimited (--qps=-1) | 30.0 | 45.5 | 23.5 | events 11.00, pods 10.00, rayclusters/status 2.50 \
+                 | rayclusters/status 409 0.50 |"
             ),
             "{table}"
         );
