@@ -150,7 +150,16 @@ where
 /// and is not remembered (the cache would never move past it).
 #[derive(Debug)]
 pub struct StaleStatusGuard<Key> {
-    written_from: Mutex<HashMap<Key, Box<str>>>,
+    written_from: Mutex<HashMap<Key, WrittenFrom>>,
+}
+
+/// The version an object's latest status write was computed from.
+#[derive(Debug)]
+struct WrittenFrom {
+    version: Box<str>,
+    /// Whether [`StaleStatusGuard::caught_up`] has said the cache moved past it. The entry stays until a
+    /// pass reads the newer copy: a pass that started from the older copy just before must still skip.
+    announced: bool,
 }
 
 impl<Key> Default for StaleStatusGuard<Key> {
@@ -172,7 +181,11 @@ impl<Key: Hash + Eq> StaleStatusGuard<Key> {
             return;
         }
         if let Ok(mut versions) = self.written_from.lock() {
-            versions.insert(key, read.into());
+            let written_from = WrittenFrom {
+                version: read.into(),
+                announced: false,
+            };
+            versions.insert(key, written_from);
         }
     }
 
@@ -183,7 +196,7 @@ impl<Key: Hash + Eq> StaleStatusGuard<Key> {
             return false;
         };
         match versions.get(key) {
-            Some(read) if Some(&**read) == cached_version => true,
+            Some(read) if Some(&*read.version) == cached_version => true,
             Some(_) => {
                 versions.remove(key);
                 false
@@ -193,15 +206,16 @@ impl<Key: Hash + Eq> StaleStatusGuard<Key> {
     }
 
     /// Whether the watch cache, now at `cached_version`, has just moved past the version the object's
-    /// latest status write was computed from: true once per write (the object is then forgotten), false
-    /// when nothing waited or the cache is still there.
+    /// latest status write was computed from: true once per write, false when nothing waited or the cache
+    /// is still there. The object is forgotten only once a pass reads the newer copy
+    /// ([`StaleStatusGuard::cache_is_behind`]).
     pub fn caught_up(&self, key: &Key, cached_version: Option<&str>) -> bool {
         let Ok(mut versions) = self.written_from.lock() else {
             return false;
         };
-        match versions.get(key) {
-            Some(read) if Some(&**read) != cached_version => {
-                versions.remove(key);
+        match versions.get_mut(key) {
+            Some(read) if !read.announced && Some(&*read.version) != cached_version => {
+                read.announced = true;
                 true
             }
             _ => false,
@@ -307,7 +321,14 @@ mod tests {
         assert!(!guard.caught_up(&"a", Some("5")), "still at the version written from");
         assert!(guard.caught_up(&"a", Some("6")));
         assert!(!guard.caught_up(&"a", Some("7")), "once per write");
-        assert!(!guard.cache_is_behind(&"a", Some("5")), "forgotten");
+        assert!(
+            guard.cache_is_behind(&"a", Some("5")),
+            "a pass that read the older copy before the cache moved still skips"
+        );
+        assert!(!guard.cache_is_behind(&"a", Some("6")));
+        assert!(guard.is_empty(), "forgotten once a pass read the newer copy");
+        guard.wrote("a", Some("6"), Some("8"));
+        assert!(guard.caught_up(&"a", Some("8")), "a new write is announced again");
     }
 
     #[test]
