@@ -592,11 +592,11 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn watch_lag_delivers_a_resources_events_late_and_not_others() {
-        let sim = sim().await;
-        sim.set_faults(FaultConfig::parse("watch-lag=400ms/configmaps").unwrap());
-        let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
+    /// A watch of `api` from its current version: it sends only what happens from now on.
+    async fn watch_from_now<K>(api: &Api<K>) -> futures::stream::BoxStream<'static, kube::Result<WatchEvent<K>>>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    {
         let now = api
             .list(&Default::default())
             .await
@@ -604,11 +604,18 @@ mod tests {
             .metadata
             .resource_version
             .unwrap();
-        let mut events = api
-            .watch(&WatchParams::default().timeout(60), &now)
+        api.watch(&WatchParams::default().timeout(60), &now)
             .await
             .unwrap()
-            .boxed();
+            .boxed()
+    }
+
+    #[tokio::test]
+    async fn watch_lag_delivers_a_resources_events_late_and_not_others() {
+        let sim = sim().await;
+        sim.set_faults(FaultConfig::parse("watch-lag=400ms/configmaps").unwrap());
+        let api: Api<ConfigMap> = Api::default_namespaced(sim.client());
+        let mut events = watch_from_now(&api).await;
         let started = std::time::Instant::now();
         for name in ["a", "b", "c"] {
             api.create(&PostParams::default(), &config_map(name)).await.unwrap();
@@ -626,18 +633,7 @@ mod tests {
         );
 
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(sim.client());
-        let now = namespaces
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .metadata
-            .resource_version
-            .unwrap();
-        let mut namespace_events = namespaces
-            .watch(&WatchParams::default().timeout(60), &now)
-            .await
-            .unwrap()
-            .boxed();
+        let mut namespace_events = watch_from_now(&namespaces).await;
         let started = std::time::Instant::now();
         let namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "lag-free"}})).unwrap();
         namespaces.create(&PostParams::default(), &namespace).await.unwrap();

@@ -89,6 +89,15 @@ async fn patch_group(client: &Client, replicas: i32, workers_to_delete: Option<V
         .unwrap();
 }
 
+/// Write requests to `resource` (`events`, `rayclusters/status`) the simulator received, of every client.
+fn writes_to(sim: &kube_sim::SimHandle, resource: &str) -> u64 {
+    sim.writes_by_client()
+        .into_iter()
+        .filter(|((_, written), _)| written == resource)
+        .map(|(_, n)| n)
+        .sum()
+}
+
 fn sample(ns: &str) -> RayCluster {
     let doc = common::sample_documents("ray-cluster.sample.yaml").remove(0);
     let mut cluster: RayCluster = serde_json::from_value(doc).unwrap();
@@ -409,12 +418,7 @@ async fn a_scale_up_publishes_one_event_series_in_fewer_requests_than_workers() 
     })
     .await;
     assert_eq!(series.len(), 1, "one Event for the series: {series:?}");
-    let event_writes: u64 = sim
-        .writes_by_client()
-        .into_iter()
-        .filter(|((_, resource), _)| resource == "events")
-        .map(|(_, n)| n)
-        .sum();
+    let event_writes = writes_to(&sim, "events");
     // The head pod's and the services' events are in this count too.
     assert!(
         event_writes < WORKERS as u64,
@@ -460,12 +464,7 @@ async fn status_writes_wait_for_a_lagging_cache_instead_of_conflicting() {
     let exit = operator.terminate();
     assert!(exit.success(), "operator exited with {exit}");
 
-    let status_writes: u64 = sim
-        .writes_by_client()
-        .into_iter()
-        .filter(|((_, resource), _)| resource == "rayclusters/status")
-        .map(|(_, n)| n)
-        .sum();
+    let status_writes = writes_to(&sim, "rayclusters/status");
     let refused: Vec<_> = sim
         .write_refusals_by_client()
         .into_iter()
