@@ -43,7 +43,8 @@ pub const DEFERRED_CREATES_REQUEUE: Duration = Duration::from_millis(200);
 
 /// Requeue of a pass that found the cache still behind its own last status write (see
 /// [`StaleStatusGuard`]). The RayCluster watch starts the next pass as soon as it delivers that write (see
-/// the controller); this is the fallback should it not, so it need not be short.
+/// the controller); this is the fallback should it not, so it need not be short. A pass that left worker
+/// creates for later still comes back after [`DEFERRED_CREATES_REQUEUE`].
 pub const STALE_CACHE_REQUEUE: Duration = SHORT_REQUEUE;
 
 /// Requeue while a rolling worker upgrade is in progress, so a replacement that never gets ready is reported
@@ -332,7 +333,14 @@ async fn reconcile_inner(cluster: &RayCluster, ctx: &Context) -> Result<Action, 
         if let Some(e) = pass_error {
             return Err(e.into());
         }
-        return Ok(Action::requeue(STALE_CACHE_REQUEUE));
+        let outcome = PassOutcome {
+            deferred_creates,
+            limit_counts_unobserved_creates,
+            ..PassOutcome::default()
+        };
+        let requeue = requeue_after(&outcome, ctx.config.default_requeue)
+            .map_or(STALE_CACHE_REQUEUE, |d| d.min(STALE_CACHE_REQUEUE));
+        return Ok(Action::requeue(requeue));
     }
     let observed = ctx.observe(cluster, Instant::now());
     let now = Time(k8s_openapi::jiff::Timestamp::now());
