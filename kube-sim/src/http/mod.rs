@@ -549,6 +549,11 @@ impl Ctx {
                         "injectedFaults": c.injected_faults.lock().iter()
                             .map(|(code, n)| (code.to_string(), json!(n)))
                             .collect::<serde_json::Map<String, Value>>(),
+                        "writeRefusals": c.write_refusals_by_client.lock().iter()
+                            .map(|((client, resource, code), n)| {
+                                json!({"client": client, "resource": resource, "code": code, "count": n})
+                            })
+                            .collect::<Vec<Value>>(),
                         "objects": self.store().object_counts(),
                     }),
                 )
