@@ -98,6 +98,16 @@ fn writes_to(sim: &kube_sim::SimHandle, resource: &str) -> u64 {
         .sum()
 }
 
+/// Creates the sample cluster with `workers` workers (and as many at most).
+async fn create_sample_with_workers(client: &Client, workers: i32) {
+    let mut cluster = sample(NS);
+    let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
+    group.replicas = Some(workers);
+    group.max_replicas = Some(workers);
+    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
+    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+}
+
 fn sample(ns: &str) -> RayCluster {
     let doc = common::sample_documents("ray-cluster.sample.yaml").remove(0);
     let mut cluster: RayCluster = serde_json::from_value(doc).unwrap();
@@ -402,12 +412,7 @@ async fn a_scale_up_publishes_one_event_series_in_fewer_requests_than_workers() 
         kubeconfig,
     } = SimEnv::start("raycluster-event-series", kube_sim::SimConfig::default()).await;
     let mut operator = start_operator(&dir, &kubeconfig, free_port(), free_port(), &[]);
-    let mut cluster = sample(NS);
-    let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
-    group.replicas = Some(WORKERS);
-    group.max_replicas = Some(WORKERS);
-    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
-    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    create_sample_with_workers(&client, WORKERS).await;
     wait_for_workers(&client, NS, WORKERS as usize).await;
 
     // Events are published in the background: wait until every occurrence is counted.
@@ -453,12 +458,7 @@ async fn status_writes_wait_for_a_lagging_cache_instead_of_conflicting() {
     )
     .await;
     let mut operator = start_operator(&dir, &kubeconfig, free_port(), free_port(), &[]);
-    let mut cluster = sample(NS);
-    let group = &mut cluster.spec.worker_group_specs.as_mut().unwrap()[0];
-    group.replicas = Some(WORKERS);
-    group.max_replicas = Some(WORKERS);
-    let clusters: Api<RayCluster> = Api::namespaced(client.clone(), NS);
-    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    create_sample_with_workers(&client, WORKERS).await;
     wait_for_ready_workers(&client, NS, i64::from(WORKERS)).await;
     // Stopped before the counts are read, so that a write refused after `ready` is counted too.
     let exit = operator.terminate();
