@@ -264,7 +264,7 @@ fn main() -> anyhow::Result<()> {
     match stopped_by {
         None => Ok(()),
         Some((name, number)) => {
-            eprintln!("kuberay-bench: stopped by {name}; the operator it started was stopped too");
+            eprintln!("kuberay-bench: stopped by {name}; any operator it had started was stopped too");
             std::process::exit(128 + number)
         }
     }

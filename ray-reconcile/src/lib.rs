@@ -21,7 +21,7 @@
 //! What the controllers share stays at the root: settings ([`config`]), events ([`events`],
 //! [`event_filter`], [`recorder`]), metrics ([`metrics`]), status conditions ([`conditions`]), the runtime
 //! plumbing ([`runtime_util`]), what an API error means ([`kube_errors`]), the one way to write
-//! finalizers ([`finalizers`]) and status ([`status_writer`]), PodGroup sync ([`pod_group_sync`]), how
+//! finalizers ([`finalizers`]) and status ([`status_writer`], waiting for the cache to show it: [`stale_status`]), PodGroup sync ([`pod_group_sync`]), how
 //! watches read objects ([`decode`]) and how stores keep them ([`stored`]).
 
 pub mod admission;
@@ -46,6 +46,7 @@ pub mod rbac;
 pub mod recorder;
 pub mod runtime_util;
 pub mod scoped_stores;
+pub mod stale_status;
 pub mod status_writer;
 pub mod stored;
 
