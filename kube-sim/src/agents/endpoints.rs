@@ -6,7 +6,7 @@
 //! change, found through [`ServiceSelection`]); a pass recomputes each marked Service once from the pods it
 //! selects and writes only what differs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -54,7 +54,20 @@ pub(super) struct EndpointsController {
     /// Every Service's selector (decoded once per Service change) and the pods each selects (matched by their
     /// indexed labels, so a pod change decodes nothing).
     selection: ServiceSelection,
+    /// What this controller last wrote per EndpointSlice and Endpoints (resource index, namespace, name): the
+    /// stored version and the desired object it came from. The watch echo of its own write then marks nothing
+    /// dirty, and a recomputation compares with what it wrote instead of decoding the stored copy.
+    written: HashMap<(usize, Key), Written>,
 }
+
+/// One of the controller's own writes: the version it stored and the object it was written from.
+struct Written {
+    rv: u64,
+    desired: Value,
+}
+
+/// A selected pod with its object decoded once per recomputation.
+type Member<'a> = (&'a StoredObject, Value);
 
 impl EndpointsController {
     pub(super) fn new(store: &Store) -> Self {
@@ -63,7 +76,13 @@ impl EndpointsController {
             dirty: BTreeSet::new(),
             slices_of: BTreeMap::new(),
             selection: ServiceSelection::default(),
+            written: HashMap::new(),
         }
+    }
+
+    /// Whether a change of one of the controller's own objects is the echo of its last write there.
+    fn is_own_write(&self, kind: usize, key: &Key, new: Option<&StoredObject>) -> bool {
+        new.is_some_and(|obj| self.written.get(&(kind, key.clone())).is_some_and(|w| w.rv == obj.rv))
     }
 
     fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
@@ -74,15 +93,18 @@ impl EndpointsController {
                 self.dirty.insert(key.clone());
             }
             ENDPOINTS => {
-                self.dirty.insert(key.clone());
+                if !self.is_own_write(kind, key, new) {
+                    self.dirty.insert(key.clone());
+                }
             }
             PODS => {
                 let hits = self.selection.pod_changed(key, old, new);
                 self.dirty.extend(hits);
             }
             _ => {
+                let own_write = self.is_own_write(kind, key, new);
                 for obj in [old, new].into_iter().flatten() {
-                    if let Some(svc) = managed_slice_service(&obj.value()) {
+                    if let Some(svc) = managed_slice_service(obj) {
                         let svc_key = (key.0.clone(), svc.to_string());
                         let names = self.slices_of.entry(svc_key.clone()).or_default();
                         if new.is_some() {
@@ -90,49 +112,49 @@ impl EndpointsController {
                         } else {
                             names.remove(&key.1);
                         }
-                        self.dirty.insert(svc_key);
+                        if !own_write {
+                            self.dirty.insert(svc_key);
+                        }
                     }
+                }
+                if new.is_none() {
+                    self.written.remove(&(kind, key.clone()));
                 }
             }
         }
     }
 
-    /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed.
+    /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed. The Service and
+    /// each selected pod are decoded once.
     fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
         let (ns, name) = key;
         let svc = self.cache.maps[SERVICES].get(key).cloned();
-        let selected = svc.as_ref().filter(|s| has_selector(&s.value()));
-        let Some(svc) = selected else {
+        let selected = svc.as_ref().map(|s| (s, s.value())).filter(|(_, v)| has_selector(v));
+        let Some((svc, svc_value)) = selected else {
             // Slices are owned by the Service and go with it; the Endpoints we wrote are removed here.
             let ours = self.cache.maps[ENDPOINTS]
                 .get(key)
-                .is_some_and(|e| e.value()["metadata"]["labels"][SKIP_MIRROR_LABEL] == "true");
+                .is_some_and(|e| e.label(SKIP_MIRROR_LABEL) == Some("true"));
             if svc.is_none() && ours {
                 return delete(store, &endpoints(), ns, name);
             }
             return true;
         };
-        let svc_value = svc.value();
-        let pods: Vec<&StoredObject> = self
+        let pods: Vec<Member<'_>> = self
             .selection
             .members(key)
             .filter_map(|k| self.cache.maps[PODS].get(k))
-            .map(AsRef::as_ref)
-            .filter(|p| {
-                let value = p.value();
-                !is_terminal(&value) && pod_ip(&value).is_some()
-            })
+            .map(|p| (p.as_ref(), p.value()))
+            .filter(|(_, value)| !is_terminal(value) && pod_ip(value).is_some())
             .collect();
         let groups = group_by_ports(&svc_value, &pods);
         let mut ok = true;
         let mut wanted = BTreeSet::new();
+        let mut writes = Vec::new();
         for (i, (ports, members)) in groups.iter().enumerate() {
-            let slice = desired_slice(svc, i, ports, members);
+            let slice = desired_slice(svc, &svc_value, i, ports, members);
             let slice_name = slice["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let current = self.cache.maps[SLICES].get(&(ns.clone(), slice_name.clone()));
-            if current.is_none_or(|c| differs(&c.value(), &slice, &["endpoints", "ports", "addressType"])) {
-                ok &= write(store, &endpoint_slices(), ns, current.map(AsRef::as_ref), slice);
-            }
+            writes.push((SLICES, (ns.clone(), slice_name.clone()), slice));
             wanted.insert(slice_name);
         }
         let stale: Vec<String> = self
@@ -143,12 +165,46 @@ impl EndpointsController {
         for slice_name in stale {
             ok &= delete(store, &endpoint_slices(), ns, &slice_name);
         }
-        let legacy = desired_endpoints(svc, &groups);
-        let current = self.cache.maps[ENDPOINTS].get(key);
-        if current.is_none_or(|c| differs(&c.value(), &legacy, &["subsets"])) {
-            ok &= write(store, &endpoints(), ns, current.map(AsRef::as_ref), legacy);
+        writes.push((ENDPOINTS, key.clone(), desired_endpoints(svc, &svc_value, &groups)));
+        for (kind, object_key, desired) in writes {
+            ok &= self.write_if_changed(store, kind, object_key, desired);
         }
         ok
+    }
+
+    /// Writes `desired` unless the stored object already has its fields; false when a write failed. When the
+    /// stored copy is the controller's own last write, the comparison is with what it wrote, not decoded.
+    fn write_if_changed(&mut self, store: &Store, kind: usize, key: Key, desired: Value) -> bool {
+        let (gvr, fields): (Gvr, &[&str]) = if kind == SLICES {
+            (endpoint_slices(), &["endpoints", "ports", "addressType"])
+        } else {
+            (endpoints(), &["subsets"])
+        };
+        let current = self.cache.maps[kind].get(&key).cloned();
+        let unchanged =
+            current.as_ref().is_some_and(
+                |c| match self.written.get(&(kind, key.clone())).filter(|w| w.rv == c.rv) {
+                    Some(last) => !differs(&last.desired, &desired, fields),
+                    None => !differs(&c.value(), &desired, fields),
+                },
+            );
+        if unchanged {
+            return true;
+        }
+        let written = match current {
+            None => store.create(&gvr, Some(&key.0), desired.clone()),
+            Some(_) => store.update(&gvr, Some(&key.0), desired.clone(), None),
+        };
+        match written {
+            Ok(stored) => {
+                self.written.insert((kind, key), Written { rv: stored.rv, desired });
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, resource = %gvr.resource, "endpoints write failed");
+                false
+            }
+        }
     }
 }
 
@@ -173,21 +229,6 @@ impl Agent for EndpointsController {
     }
 }
 
-/// Creates an object, or replaces `current` with it; false on failure, which is retried.
-fn write(store: &Store, gvr: &Gvr, ns: &str, current: Option<&StoredObject>, obj: Value) -> bool {
-    let written = match current {
-        None => store.create(gvr, Some(ns), obj),
-        Some(_) => store.update(gvr, Some(ns), obj, None),
-    };
-    match written {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::debug!(error = %e, resource = %gvr.resource, "endpoints write failed");
-            false
-        }
-    }
-}
-
 fn delete(store: &Store, gvr: &Gvr, ns: &str, name: &str) -> bool {
     match store.delete(gvr, Some(ns), name, &DeleteOptions::default()) {
         Ok(_) => true,
@@ -203,10 +244,9 @@ fn differs(current: &Value, desired: &Value, fields: &[&str]) -> bool {
 }
 
 /// The Service an EndpointSlice belongs to, when the EndpointSlice controller manages it.
-fn managed_slice_service(slice: &Value) -> Option<&str> {
-    let labels = &slice["metadata"]["labels"];
-    (labels[MANAGED_BY_LABEL] == MANAGED_BY)
-        .then(|| labels[SERVICE_NAME_LABEL].as_str())
+fn managed_slice_service(slice: &StoredObject) -> Option<&str> {
+    (slice.label(MANAGED_BY_LABEL) == Some(MANAGED_BY))
+        .then(|| slice.label(SERVICE_NAME_LABEL))
         .flatten()
 }
 
@@ -254,16 +294,20 @@ pub fn resolve_target_port(svc_port: &Value, pod: &Value) -> Option<i64> {
         .and_then(|p| p["containerPort"].as_i64())
 }
 
+/// A group of selected pods whose ports resolve alike: one EndpointSlice each.
+type PortGroup<'m, 'a> = (Vec<ResolvedPort>, Vec<&'m Member<'a>>);
+
 /// The selected pods grouped by how the Service's ports resolve for them (one EndpointSlice per group); a
 /// Service without pods has one empty group.
-fn group_by_ports<'a>(svc: &Value, pods: &[&'a StoredObject]) -> Vec<(Vec<ResolvedPort>, Vec<&'a StoredObject>)> {
-    let svc_ports = svc["spec"]["ports"].as_array().cloned().unwrap_or_default();
-    let mut groups: Vec<(Vec<ResolvedPort>, Vec<&StoredObject>)> = Vec::new();
-    for pod in pods {
+fn group_by_ports<'m, 'a>(svc: &Value, pods: &'m [Member<'a>]) -> Vec<PortGroup<'m, 'a>> {
+    let no_ports = Vec::new();
+    let svc_ports = svc["spec"]["ports"].as_array().unwrap_or(&no_ports);
+    let mut groups: Vec<PortGroup<'m, 'a>> = Vec::new();
+    for member in pods {
         let ports: Vec<ResolvedPort> = svc_ports
             .iter()
             .filter_map(|p| {
-                let number = resolve_target_port(p, &pod.value())?;
+                let number = resolve_target_port(p, &member.1)?;
                 Some((
                     p["name"].as_str().unwrap_or_default().to_string(),
                     number,
@@ -273,8 +317,8 @@ fn group_by_ports<'a>(svc: &Value, pods: &[&'a StoredObject]) -> Vec<(Vec<Resolv
             })
             .collect();
         match groups.iter_mut().find(|(p, _)| *p == ports) {
-            Some((_, members)) => members.push(pod),
-            None => groups.push((ports, vec![pod])),
+            Some((_, members)) => members.push(member),
+            None => groups.push((ports, vec![member])),
         }
     }
     if groups.is_empty() {
@@ -309,22 +353,27 @@ fn serving(svc: &Value, pod: &Value) -> bool {
     svc["spec"]["publishNotReadyAddresses"].as_bool() == Some(true) || condition_true(pod, "Ready")
 }
 
-fn desired_slice(svc: &StoredObject, index: usize, ports: &[ResolvedPort], pods: &[&StoredObject]) -> Value {
+fn desired_slice(
+    svc: &StoredObject,
+    svc_value: &Value,
+    index: usize,
+    ports: &[ResolvedPort],
+    pods: &[&Member<'_>],
+) -> Value {
     let suffix: String = svc.uid().chars().filter(char::is_ascii_alphanumeric).take(5).collect();
     let name = if index == 0 {
         format!("{}-{suffix}", svc.name())
     } else {
         format!("{}-{suffix}{index}", svc.name())
     };
-    let mut labels = derived_labels(&svc.value());
+    let mut labels = derived_labels(svc_value);
     labels.insert(SERVICE_NAME_LABEL.into(), json!(svc.name()));
     labels.insert(MANAGED_BY_LABEL.into(), json!(MANAGED_BY));
     let endpoints: Vec<Value> = pods
         .iter()
-        .map(|pod| {
-            let p = &pod.value();
+        .map(|(pod, p)| {
             let terminating = is_terminating(p);
-            let serving = serving(&svc.value(), p);
+            let serving = serving(svc_value, p);
             let mut e = json!({
                 "addresses": [pod_ip(p)],
                 "conditions": {"ready": serving && !terminating, "serving": serving, "terminating": terminating},
@@ -365,16 +414,15 @@ fn desired_slice(svc: &StoredObject, index: usize, ports: &[ResolvedPort], pods:
     })
 }
 
-fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&StoredObject>)]) -> Value {
-    let mut labels = derived_labels(&svc.value());
+fn desired_endpoints(svc: &StoredObject, svc_value: &Value, groups: &[PortGroup<'_, '_>]) -> Value {
+    let mut labels = derived_labels(svc_value);
     labels.insert(SKIP_MIRROR_LABEL.into(), json!("true"));
     let subsets: Vec<Value> = groups
         .iter()
         .filter_map(|(ports, pods)| {
             let mut ready = Vec::new();
             let mut not_ready = Vec::new();
-            for pod in pods.iter().filter(|p| !is_terminating(&p.value())) {
-                let p = &pod.value();
+            for (pod, p) in pods.iter().map(|m| (m.0, &m.1)).filter(|(_, p)| !is_terminating(p)) {
                 let mut a = json!({"ip": pod_ip(p), "targetRef": target_ref(pod)});
                 if let Some(h) = endpoint_hostname(svc, p) {
                     a["hostname"] = json!(h);
@@ -382,7 +430,7 @@ fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&Stor
                 if let Some(n) = node_name(p) {
                     a["nodeName"] = json!(n);
                 }
-                if serving(&svc.value(), p) {
+                if serving(svc_value, p) {
                     ready.push(a);
                 } else {
                     not_ready.push(a);
@@ -423,6 +471,92 @@ fn desired_endpoints(svc: &StoredObject, groups: &[(Vec<ResolvedPort>, Vec<&Stor
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store with namespace `ns`, a Service `head` selecting `app=ray` on port `dashboard`, and the
+    /// controller's first pass done.
+    fn service_fixture() -> (Store, EndpointsController) {
+        let store = Store::new(crate::store::StoreConfig::default());
+        store.create_namespace("ns").unwrap();
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "head"},
+            "spec": {"selector": {"app": "ray"}, "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}});
+        store.create(&Gvr::services(), Some("ns"), svc).unwrap();
+        let mut controller = EndpointsController::new(&store);
+        controller.pass(&store);
+        (store, controller)
+    }
+
+    /// Creates pod `name` labelled `app=ray` with a `dashboard` port, then sets its IP and Ready condition.
+    fn running_pod(store: &Store, name: &str, ip: &str, ready: bool) {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "ray"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "ray", "image": "ray",
+                "ports": [{"name": "dashboard", "containerPort": 8265}]}]}});
+        let created = store.create(&Gvr::pods(), Some("ns"), pod.clone()).unwrap();
+        pod["metadata"]["resourceVersion"] = json!(created.rv.to_string());
+        pod["status"] = pod_status(ip, ready);
+        store.update(&Gvr::pods(), Some("ns"), pod, Some("status")).unwrap();
+    }
+
+    fn pod_status(ip: &str, ready: bool) -> Value {
+        json!({"phase": "Running", "podIP": ip,
+               "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]})
+    }
+
+    fn slices(store: &Store) -> Vec<Value> {
+        let listed = store.list(&endpoint_slices(), Some("ns"), &Default::default()).unwrap();
+        listed.items.iter().map(|o| o.value()).collect()
+    }
+
+    #[test]
+    fn the_echo_of_its_own_writes_marks_nothing_and_a_quiet_pass_writes_nothing() {
+        let (store, mut controller) = service_fixture();
+        running_pod(&store, "head-0", "10.0.0.7", true);
+        controller.pass(&store);
+        let slice = &slices(&store)[0];
+        assert_eq!(slice["endpoints"][0]["addresses"], json!(["10.0.0.7"]));
+        assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(true));
+        assert_eq!(slice["ports"][0]["port"], json!(8265));
+        let legacy = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
+        assert_eq!(legacy["subsets"][0]["addresses"][0]["ip"], json!("10.0.0.7"));
+        // The watch echoes of those two writes mark nothing dirty, so the next pass has nothing to recompute.
+        let before = store.current_rv();
+        for change in controller.cache.sync() {
+            controller.note(change.kind, &change.key, change.old.as_deref(), change.new.as_deref());
+        }
+        assert!(
+            controller.dirty.is_empty(),
+            "own writes marked {:?} dirty",
+            controller.dirty
+        );
+        controller.pass(&store);
+        assert_eq!(store.current_rv(), before, "a pass with nothing new wrote");
+    }
+
+    #[test]
+    fn a_pod_change_that_moves_an_endpoint_is_written() {
+        let (store, mut controller) = service_fixture();
+        running_pod(&store, "head-0", "10.0.0.7", true);
+        controller.pass(&store);
+        let mut pod = store.get(&Gvr::pods(), Some("ns"), "head-0").unwrap().value();
+        pod["status"] = pod_status("10.0.0.7", false);
+        store.update(&Gvr::pods(), Some("ns"), pod, Some("status")).unwrap();
+        controller.pass(&store);
+        let slice = &slices(&store)[0];
+        assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(false));
+        let legacy = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
+        assert_eq!(legacy["subsets"][0]["notReadyAddresses"][0]["ip"], json!("10.0.0.7"));
+    }
+
+    #[test]
+    fn someone_elses_edit_of_a_managed_slice_is_undone() {
+        let (store, mut controller) = service_fixture();
+        running_pod(&store, "head-0", "10.0.0.7", true);
+        controller.pass(&store);
+        let mut slice = slices(&store).remove(0);
+        slice["endpoints"] = json!([]);
+        store.update(&endpoint_slices(), Some("ns"), slice, None).unwrap();
+        controller.pass(&store);
+        assert_eq!(slices(&store)[0]["endpoints"][0]["addresses"], json!(["10.0.0.7"]));
+    }
 
     #[test]
     fn named_target_ports_resolve_from_container_ports() {
