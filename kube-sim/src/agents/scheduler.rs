@@ -524,35 +524,14 @@ impl Scheduler {
 
 /// Binds `pod` (`value` is its decoded JSON) to `node` (like `POST pods/{name}/binding`): sets
 /// `spec.nodeName`, then `PodScheduled=True`.
+/// Binds the pod to `node`: `spec.nodeName` and `PodScheduled=True` in one write, as the binding subresource
+/// does.
 fn bind(store: &Store, pod: &StoredObject, value: &Value, node: &str) {
-    let body = json!({"metadata": {"resourceVersion": pod.rv.to_string()}, "spec": {"nodeName": node}});
-    let bound = match store.patch(
-        &Gvr::pods(),
-        pod.namespace(),
-        pod.name(),
-        &PatchKind::Merge,
-        &body,
-        None,
-    ) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::debug!(error = %e, pod = pod.name(), "scheduler: bind failed");
-            return;
-        }
-    };
-    // The bind wrote only the spec: the status conditions are still those of `value`.
     let mut conds: Vec<Value> = value["status"]["conditions"].as_array().cloned().unwrap_or_default();
     set_condition(&mut conds, "PodScheduled", "True", None, None);
-    let body = json!({"metadata": {"resourceVersion": bound.rv.to_string()}, "status": {"conditions": conds}});
-    if let Err(e) = store.patch(
-        &Gvr::pods(),
-        bound.namespace(),
-        bound.name(),
-        &PatchKind::Merge,
-        &body,
-        Some("status"),
-    ) {
-        tracing::debug!(error = %e, pod = pod.name(), "scheduler: PodScheduled write failed");
+    let namespace = pod.namespace().unwrap_or_default();
+    if let Err(e) = store.bind_pod(namespace, pod.name(), pod.rv, node, conds) {
+        tracing::debug!(error = %e, pod = pod.name(), "scheduler: bind failed");
     }
 }
 

@@ -486,10 +486,7 @@ impl Store {
         let g = self.shared.inner.lock();
         let info = g.info(gvr)?;
         let key = scope_key(&info, namespace, name)?;
-        g.kinds
-            .get(&kind_key(&info.gvr))
-            .and_then(|k| k.objects.get(&key))
-            .cloned()
+        g.stored(&info, &key)
             .ok_or_else(|| ApiError::not_found(info.target(name)))
     }
 
@@ -623,11 +620,7 @@ impl Store {
             check_subresource(&info, subresource)?;
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             let key = scope_key(&info, namespace, &name)?;
-            let existing = g
-                .kinds
-                .get(&kind_key(&info.gvr))
-                .and_then(|k| k.objects.get(&key))
-                .cloned();
+            let existing = g.stored(&info, &key);
             match existing {
                 None if info.create_on_update && subresource.is_none() => {
                     let mut obj = obj;
@@ -670,6 +663,47 @@ impl Store {
         };
         self.after_commit(gvr, &res.0, prev.as_ref());
         Ok(res)
+    }
+
+    /// Binds pod `namespace/name` to `node` as kube-apiserver's `pods/binding` subresource does: `spec.nodeName`
+    /// and `status.conditions` (the caller's list, which sets `PodScheduled=True`) in one write, so that watchers
+    /// see one MODIFIED event per binding, as they do from a real cluster. 409 when the pod is no longer at
+    /// `rv` or is bound already.
+    pub fn bind_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        rv: u64,
+        node: &str,
+        conditions: Vec<Value>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let gvr = Gvr::pods();
+        let (bound, old) = {
+            let mut g = self.shared.inner.lock();
+            let info = g.info(&gvr)?;
+            let key = scope_key(&info, Some(namespace), name)?;
+            let old = g
+                .stored(&info, &key)
+                .ok_or_else(|| ApiError::not_found(info.target(name)))?;
+            if old.rv != rv {
+                return Err(ApiError::conflict(info.target(name)));
+            }
+            let mut pod = old.value();
+            if let Some(bound_to) = pod["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                return Err(ApiError::conflict_msg(
+                    info.target(name),
+                    &format!("pod {name} is already assigned to node \"{bound_to}\""),
+                ));
+            }
+            pod["spec"]["nodeName"] = Value::String(node.to_string());
+            pod["status"]["conditions"] = Value::Array(conditions);
+            let history_len = self.shared.config.history_len;
+            let bound = g.commit(&info, key, pod, EventType::Modified, Some(old.clone()), history_len);
+            g.record_update(&info, &old, &bound, None);
+            (bound, old)
+        };
+        self.after_commit(&gvr, &bound, Some(&old));
+        Ok(bound)
     }
 
     /// Patches an object (`PATCH`), or its status with `subresource: Some("status")`. `Apply` creates a missing
@@ -761,11 +795,7 @@ impl Store {
                 return Err(ApiError::unsupported_media_type());
             }
             let key = scope_key(&info, namespace, name)?;
-            let existing = g
-                .kinds
-                .get(&kind_key(&info.gvr))
-                .and_then(|k| k.objects.get(&key))
-                .cloned();
+            let existing = g.stored(&info, &key);
             match existing {
                 None => {
                     if matches!(kind, PatchKind::Apply { .. }) && subresource.is_none() {
@@ -885,10 +915,7 @@ impl Store {
             let info = g.info(gvr)?;
             let key = scope_key(&info, namespace, name)?;
             let old = g
-                .kinds
-                .get(&kind_key(&info.gvr))
-                .and_then(|k| k.objects.get(&key))
-                .cloned()
+                .stored(&info, &key)
                 .ok_or_else(|| ApiError::not_found(info.target(name)))?;
             (g.delete(&self.shared.config, &info, &old, opts)?, old)
         };
@@ -1048,6 +1075,14 @@ fn scope_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result
 }
 
 impl Inner {
+    /// The stored object of `info` at `key`, if any.
+    fn stored(&self, info: &ResourceInfo, key: &Key) -> Option<Arc<StoredObject>> {
+        self.kinds
+            .get(&kind_key(&info.gvr))
+            .and_then(|k| k.objects.get(key))
+            .cloned()
+    }
+
     /// Hands the fields a non-apply write changed to its manager, on objects that server-side apply manages.
     fn record_update(&mut self, info: &ResourceInfo, old: &StoredObject, new: &StoredObject, manager: Option<&str>) {
         if new.rv == old.rv {
@@ -1196,5 +1231,64 @@ impl Inner {
         }
         let _ = ks.tx.send(event);
         obj
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pending_pod(store: &Store) -> Arc<StoredObject> {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                         "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        store.create(&Gvr::pods(), Some("default"), pod).unwrap()
+    }
+
+    #[test]
+    fn a_binding_is_one_write_of_the_node_and_the_scheduled_condition() {
+        let store = Store::new(StoreConfig::default());
+        let pod = pending_pod(&store);
+        let mut feed = store.change_feed(&[Gvr::pods()]);
+        let scheduled = vec![json!({"type": "PodScheduled", "status": "True"})];
+        let bound = store
+            .bind_pod("default", "p", pod.rv, "node-1", scheduled.clone())
+            .unwrap();
+        assert_eq!(bound.rv, pod.rv + 1, "one write");
+        let value = bound.value();
+        assert_eq!(value["spec"]["nodeName"], "node-1");
+        assert_eq!(value["status"]["conditions"], json!(scheduled));
+        let events: Vec<EventType> = std::iter::from_fn(|| feed.rx.try_recv().ok())
+            .map(|(_, e)| e.kind)
+            .collect();
+        assert_eq!(events, vec![EventType::Modified], "one MODIFIED event");
+    }
+
+    #[test]
+    fn a_stale_or_second_binding_is_a_conflict() {
+        let store = Store::new(StoreConfig::default());
+        let pod = pending_pod(&store);
+        let bound = store.bind_pod("default", "p", pod.rv, "node-1", Vec::new()).unwrap();
+        let stale = store
+            .bind_pod("default", "p", pod.rv, "node-2", Vec::new())
+            .unwrap_err();
+        assert_eq!(stale.code, 409);
+        let again = store
+            .bind_pod("default", "p", bound.rv, "node-2", Vec::new())
+            .unwrap_err();
+        assert_eq!(again.code, 409);
+        assert!(
+            again.message.contains("already assigned to node \"node-1\""),
+            "{}",
+            again.message
+        );
+        assert_eq!(
+            store
+                .bind_pod("default", "gone", 1, "node-1", Vec::new())
+                .unwrap_err()
+                .code,
+            404
+        );
     }
 }
