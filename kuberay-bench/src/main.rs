@@ -6,6 +6,7 @@
 //! RayClusters on many hollow nodes against a bare client's pod-creation ceiling. `kuberay-bench isolation`
 //! measures RayCluster and RayJob create-to-ready with and without RayJobs on slow dashboards.
 
+mod cpu_split;
 mod experiment;
 mod isolation;
 mod operator;
@@ -134,6 +135,11 @@ struct ScaleArgs {
     /// Where scale.md and scale.json go.
     #[arg(long, value_name = "DIR", default_value = "target/kuberay-bench")]
     output: PathBuf,
+    /// Run the simulator on the first half of this process's CPUs and the clients (the bare client, the
+    /// RayCluster creates, the operator) on the second half, as the API server and the operator run on
+    /// separate nodes in a cluster; without it every process shares every core.
+    #[arg(long)]
+    cpu_split: bool,
 }
 
 impl ScaleArgs {
@@ -237,6 +243,15 @@ impl Default for MemoryArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Pinned before the runtime starts, so that every thread of the simulator inherits the pinning.
+    let cpu_split = match &cli.command {
+        Some(Command::Scale(args)) if args.cpu_split => {
+            let split = cpu_split::CpuSplit::halves()?;
+            split.pin_to_sim()?;
+            Some(split)
+        }
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -245,7 +260,7 @@ fn main() -> anyhow::Result<()> {
         let work = async {
             match cli.command {
                 Some(Command::Memory(args)) => memory(args).await,
-                Some(Command::Scale(args)) => scale(args).await,
+                Some(Command::Scale(args)) => scale(args, cpu_split).await,
                 Some(Command::Isolation(args)) => isolation(args).await,
                 None => memory(MemoryArgs::default()).await,
             }
@@ -346,7 +361,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
+async fn scale(args: ScaleArgs, cpu_split: Option<cpu_split::CpuSplit>) -> anyhow::Result<()> {
     let operator = operator::resolve_binary(args.operator.as_deref())?;
     let work_dir = run::ensure_dir(&args.output.join("work"))?;
     let (clusters, workers_per_cluster, nodes) = args.shape();
@@ -359,6 +374,7 @@ async fn scale(args: ScaleArgs) -> anyhow::Result<()> {
         timeout: Duration::from_secs(args.timeout),
         operator,
         work_dir,
+        cpu_split,
     };
     let result = scale::run(&options).await?;
     run::print_and_write(&args.output, "scale", &scale::markdown(&result), &result)

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use kube_sim::store::{ChangeFeed, EventType};
 use kube_sim::{Gvr, SimHandle, Store, StoredObject};
@@ -19,6 +20,7 @@ use ray_podgen::{PodGenConfig, PodGenerator, WorkerReplica};
 use serde::Serialize;
 use tokio::sync::mpsc::error::TryRecvError;
 
+use crate::cpu_split::CpuSplit;
 use crate::experiment;
 use crate::operator::Operator;
 use crate::run::{self, NAMESPACE};
@@ -52,6 +54,9 @@ pub struct ScaleOptions {
     pub operator: PathBuf,
     /// Logs and kubeconfigs.
     pub work_dir: PathBuf,
+    /// `--cpu-split`: the simulator and the clients on separate CPUs (already applied to this process's
+    /// threads by `main`; the phases pin their client threads and the operator child with it).
+    pub cpu_split: Option<CpuSplit>,
 }
 
 impl ScaleOptions {
@@ -95,11 +100,13 @@ pub struct PhaseResult {
     pub operator_cpu_secs: Option<f64>,
     /// This process's resident memory at the end (kube-sim lives in it), bytes.
     pub sim_rss_bytes: u64,
-    /// This process's CPU seconds (user + system: kube-sim, its hollow agents and the benchmark's own polling;
-    /// in the bare-client phase also its 16 creators, which run in this process) from the first pod create
-    /// (bare client) or RayCluster create (operator phases) to the end of the phase. With the operator's CPU
-    /// it shows how the machine's cores were shared.
+    /// This process's CPU seconds (user + system) from the start of the timed window to the end of the phase,
+    /// less its client thread's: kube-sim, its hollow agents and the benchmark's progress polling. With the
+    /// operator's and the client's CPU it shows how the machine's cores were shared.
     pub sim_cpu_secs: Option<f64>,
+    /// The CPU seconds of the client thread, which runs in this process: the bare client's creators, or the
+    /// RayCluster creates of an operator phase.
+    pub client_cpu_secs: Option<f64>,
     /// The API traffic of the phase (operator phases).
     pub traffic: Option<Traffic>,
 }
@@ -157,8 +164,13 @@ pub struct ScaleResult {
     pub workers_per_cluster: usize,
     /// Hollow nodes.
     pub nodes: usize,
-    /// The bare-client ceiling.
+    /// The bare-client ceiling: the pods alone, timed from the first pod create.
     pub bare: PhaseResult,
+    /// The like-for-like ceiling: a bare client that creates what the operator phases time (the RayClusters,
+    /// each one's head Service and its pods), timed from the first RayCluster create.
+    pub bare_same_objects: PhaseResult,
+    /// How the machine's CPUs were shared (`--cpu-split`), or `None` when every process shared every core.
+    pub cpu_split: Option<String>,
     /// One per operator setting.
     pub operator: Vec<PhaseResult>,
 }
@@ -172,12 +184,18 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
         options.pods(),
         options.nodes
     );
-    let bare = bare_client_phase(options).await?;
-    print_phase(&bare, None);
+    if let Some(split) = &options.cpu_split {
+        eprintln!("kuberay-bench scale: {}", split.describe());
+    }
+    let bare = bare_client_phase(options, Ceiling::PodsOnly).await?;
+    print_phase(&bare, &[]);
+    let bare_same_objects = bare_client_phase(options, Ceiling::SameObjects).await?;
+    print_phase(&bare_same_objects, &[]);
+    let ceilings = [&bare, &bare_same_objects];
     let mut operator = Vec::new();
     for (index, setting) in options.settings.iter().enumerate() {
         let phase = operator_phase(options, index, setting).await?;
-        print_phase(&phase, Some(&bare));
+        print_phase(&phase, &ceilings);
         operator.push(phase);
     }
     Ok(ScaleResult {
@@ -185,6 +203,8 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
         workers_per_cluster: options.workers_per_cluster,
         nodes: options.nodes,
         bare,
+        bare_same_objects,
+        cpu_split: options.cpu_split.as_ref().map(CpuSplit::describe),
         operator,
     })
 }
@@ -240,45 +260,155 @@ fn scale_cluster(index: usize, workers: usize) -> anyhow::Result<RayCluster> {
     serde_json::from_value(value).context("building the scale RayCluster")
 }
 
-/// The bare client: the same head and worker pods the operator would create (ray-podgen, default
-/// configuration), created directly with `bare_clients` concurrent creators.
-async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult> {
+/// What a bare-client phase creates, and from when it is timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ceiling {
+    /// The pods alone, timed from the first pod create; the RayClusters (which own the pods) are created
+    /// beforehand, untimed.
+    PodsOnly,
+    /// What an operator phase times: the RayClusters (created as the operator phases create them), then each
+    /// one's head Service and its pods, timed from the first RayCluster create.
+    SameObjects,
+}
+
+/// What [`on_client_thread`] returns: the work's result and the CPU seconds the thread used.
+struct ClientWork<T> {
+    result: T,
+    cpu_secs: f64,
+}
+
+/// Runs `work` with a kube client on a thread and runtime of their own (under `--cpu-split`, on the clients'
+/// CPUs): the client's connection tasks then run there too, not on the simulator's runtime, and the thread's
+/// CPU time is told apart from the simulator's.
+async fn on_client_thread<W, F, T>(
+    options: &ScaleOptions,
+    config: kube::Config,
+    work: W,
+) -> anyhow::Result<ClientWork<T>>
+where
+    W: FnOnce(kube::Client) -> F + Send + 'static,
+    F: Future<Output = anyhow::Result<T>>,
+    T: Send + 'static,
+{
+    let split = options.cpu_split.clone();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bench-client".into())
+        .spawn(move || {
+            let result = (|| {
+                if let Some(split) = &split {
+                    split.pin_to_client()?;
+                }
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                let result = runtime.block_on(async {
+                    let client = kube::Client::try_from(config).context("building the client")?;
+                    work(client).await
+                })?;
+                Ok(ClientWork {
+                    result,
+                    cpu_secs: thread_cpu_secs(),
+                })
+            })();
+            // The receiver is gone only when the phase was dropped (a stop signal); nothing waits then.
+            let _ = done_tx.send(result);
+        })
+        .context("starting the client thread")?;
+    done_rx.await.context("the client thread stopped without an answer")?
+}
+
+/// Creates the run's RayClusters with `creators` concurrent creators, returning them as stored (in index
+/// order), as the operator phases' stand-in for the user does.
+async fn create_clusters(
+    client: kube::Client,
+    options: &ScaleOptions,
+    creators: usize,
+) -> anyhow::Result<Vec<RayCluster>> {
+    let api: Api<RayCluster> = Api::namespaced(client, NAMESPACE);
+    let workers = options.workers_per_cluster;
+    futures::stream::iter(0..options.clusters)
+        .map(|index| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &scale_cluster(index, workers)?)
+                    .await
+                    .with_context(|| format!("creating RayCluster {index}"))
+            }
+        })
+        .buffered(creators.max(1))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// A bare client: the same head and worker pods the operator would create (ray-podgen, default configuration),
+/// created directly with `bare_clients` concurrent creators; with [`Ceiling::SameObjects`] also the RayClusters
+/// and head Services, inside the timed window.
+async fn bare_client_phase(options: &ScaleOptions, ceiling: Ceiling) -> anyhow::Result<PhaseResult> {
     let mut sim = start_sim(options).await?;
     let client = sim.client();
     // The RayClusters exist (no operator watches them) so that the pods' owner references are real, as
     // the operator's are: kube-sim validates them and garbage-collects pods whose owner is missing.
     run::install_crds(&client).await?;
-    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
-    let config = PodGenConfig::default();
-    let mut templates = Vec::with_capacity(options.clusters);
-    for index in 0..options.clusters {
-        let cluster = api
-            .create(
-                &PostParams::default(),
-                &scale_cluster(index, options.workers_per_cluster)?,
-            )
-            .await
-            .with_context(|| format!("creating RayCluster {index}"))?;
-        let generator = PodGenerator::new(&cluster, &config);
-        let head = generator.head_pod().context("generating the head pod")?;
-        let worker = generator.worker_template(0).context("generating the worker template")?;
-        templates.push((head, worker));
-    }
-    let templates = Arc::new(templates);
-    let per_cluster = options.workers_per_cluster + 1;
+    let (pods, per_cluster, creators) = (options.pods(), options.workers_per_cluster + 1, options.bare_clients);
+    let untimed_clusters = match ceiling {
+        Ceiling::PodsOnly => {
+            let for_thread = options.clone();
+            let create = move |client| async move { create_clusters(client, &for_thread, creators).await };
+            Some(on_client_thread(options, sim.client_config(), create).await?.result)
+        }
+        Ceiling::SameObjects => None,
+    };
     let sim_cpu_before = own_cpu();
     let started = Instant::now();
-    let stats = kube_sim::scale::create_each(&client, NAMESPACE, options.pods(), options.bare_clients, {
-        let templates = templates.clone();
-        move |i| {
+    let timed_options = options.clone();
+    let timed = on_client_thread(options, sim.client_config(), move |client| async move {
+        let started = Instant::now();
+        let clusters = match untimed_clusters {
+            Some(clusters) => clusters,
+            None => create_clusters(client.clone(), &timed_options, creators).await?,
+        };
+        let config = PodGenConfig::default();
+        let mut templates = Vec::with_capacity(clusters.len());
+        let mut services = Vec::new();
+        for cluster in &clusters {
+            let generator = PodGenerator::new(cluster, &config);
+            let head = generator.head_pod().context("generating the head pod")?;
+            let worker = generator.worker_template(0).context("generating the worker template")?;
+            templates.push((head, worker));
+            if ceiling == Ceiling::SameObjects {
+                services.push(
+                    ray_podgen::service::build_head_service(cluster, &config).context("generating the head Service")?,
+                );
+            }
+        }
+        let service_api: Api<Service> = Api::namespaced(client.clone(), NAMESPACE);
+        let created: Vec<anyhow::Result<Service>> = futures::stream::iter(services)
+            .map(|service| {
+                let api = service_api.clone();
+                async move {
+                    api.create(&PostParams::default(), &service)
+                        .await
+                        .context("creating a head Service")
+                }
+            })
+            .buffer_unordered(creators.max(1))
+            .collect()
+            .await;
+        created.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        let templates = Arc::new(templates);
+        let stats = kube_sim::scale::create_each(&client, NAMESPACE, pods, creators, move |i| {
             let (head, worker) = &templates[i / per_cluster];
             match i % per_cluster {
                 0 => head.clone(),
                 n => worker.pod(&WorkerReplica::single(n as u32 - 1)),
             }
-        }
+        })
+        .await;
+        Ok((stats, started.elapsed().as_secs_f64()))
     })
-    .await;
+    .await?;
+    let ((stats, timed_secs), client_cpu_secs) = (timed.result, timed.cpu_secs);
     if stats.created != options.pods() {
         bail!(
             "the bare client created {} of {} pods ({} errors, the first: {})",
@@ -288,18 +418,29 @@ async fn bare_client_phase(options: &ScaleOptions) -> anyhow::Result<PhaseResult
             stats.first_error.as_deref().unwrap_or("-")
         );
     }
-    let all_created_secs = stats.elapsed.as_secs_f64();
+    let all_created_secs = match ceiling {
+        Ceiling::PodsOnly => stats.elapsed.as_secs_f64(),
+        Ceiling::SameObjects => timed_secs,
+    };
     // Followed only once the timed creates are done: the bare client has the simulator to itself.
     let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
     let all_running_secs = wait_running(&mut progress, options, started).await?;
+    let label = match ceiling {
+        Ceiling::PodsOnly => format!("bare client, pods only ({} creators)", options.bare_clients),
+        Ceiling::SameObjects => format!(
+            "bare client, RayClusters + head Services + pods ({} creators)",
+            options.bare_clients
+        ),
+    };
     let result = PhaseResult {
-        label: format!("bare client ({} creators)", options.bare_clients),
+        label,
         pods: options.pods(),
         all_created_secs,
         all_running_secs,
         pods_per_sec: options.pods() as f64 / all_created_secs,
         sim_rss_bytes: own_rss(),
-        sim_cpu_secs: cpu_since(sim_cpu_before),
+        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs),
+        client_cpu_secs: Some(client_cpu_secs),
         ..PhaseResult::default()
     };
     sim.shutdown();
@@ -317,43 +458,49 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
     )
     .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let (flags, label) = setting_flags(setting);
-    let mut operator = Operator::spawn(
-        &options.operator,
-        &kubeconfig,
-        &options.work_dir,
-        &format!("scale-{index}"),
-        &flags,
-    )?;
+    let spawn = || {
+        Operator::spawn(
+            &options.operator,
+            &kubeconfig,
+            &options.work_dir,
+            &format!("scale-{index}"),
+            &flags,
+        )
+    };
+    let mut operator = match &options.cpu_split {
+        Some(split) => split.start_client(spawn)??,
+        None => spawn()?,
+    };
     operator.wait_ready(Duration::from_secs(60)).await?;
     let cpu_before = operator.cpu_seconds().unwrap_or_default();
 
-    let api: Api<RayCluster> = Api::namespaced(client.clone(), NAMESPACE);
     let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
     let sim_cpu_before = own_cpu();
     let started = Instant::now();
-    // Timed, unlike the bare client's: the operator cannot start before its RayClusters exist. They are
-    // created with as many concurrent creators as the bare client has, so that 10,000 of them do not
-    // serialise on one connection's round trips.
-    let mut creates = futures::stream::iter(0..options.clusters)
-        .map(|index| {
-            let api = api.clone();
-            async move {
-                let cluster = scale_cluster(index, options.workers_per_cluster)?;
-                api.create(&PostParams::default(), &cluster)
-                    .await
-                    .with_context(|| format!("creating RayCluster {index}"))
-            }
-        })
-        .buffer_unordered(options.bare_clients.max(1));
-    while let Some(created) = creates.next().await {
-        created?;
-    }
-    drop(creates);
+    // Timed, unlike the pods-only bare client's: the operator cannot start before its RayClusters exist. They
+    // are created on the client side with as many concurrent creators as the bare client has, so that 10,000
+    // of them do not serialise on one connection's round trips; progress is followed meanwhile.
+    let for_thread = options.clone();
+    let creates = on_client_thread(options, sim.client_config(), move |client| async move {
+        create_clusters(client, &for_thread, for_thread.bare_clients).await
+    });
+    let mut creates = std::pin::pin!(creates);
+    let mut created_clusters = false;
+    let mut client_cpu_secs = 0.0;
     let (mut all_created, mut all_running, mut all_ready) = (None, None, None);
     let deadline = started + options.timeout;
     let mut last_report = Instant::now();
     loop {
         operator.check_alive()?;
+        if !created_clusters {
+            tokio::select! {
+                created = &mut creates => {
+                    client_cpu_secs = created?.cpu_secs;
+                    created_clusters = true;
+                }
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
         let (existing, running, ready) = progress.poll()?;
         let elapsed = started.elapsed().as_secs_f64();
         if all_created.is_none() && existing >= options.pods() {
@@ -365,7 +512,7 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
         if all_ready.is_none() && ready >= options.clusters {
             all_ready = Some(elapsed);
         }
-        if all_created.is_some() && all_running.is_some() && all_ready.is_some() {
+        if created_clusters && all_created.is_some() && all_running.is_some() && all_ready.is_some() {
             break;
         }
         if last_report.elapsed() >= Duration::from_secs(10) {
@@ -381,7 +528,9 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
                 options.timeout
             );
         }
-        tokio::time::sleep(POLL).await;
+        if created_clusters {
+            tokio::time::sleep(POLL).await;
+        }
     }
     let memory = operator.memory().await?;
     let cpu = operator.cpu_seconds().map(|after| after - cpu_before);
@@ -397,7 +546,8 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
         operator_peak_rss_bytes: Some(memory.hwm_bytes),
         operator_cpu_secs: cpu,
         sim_rss_bytes: own_rss(),
-        sim_cpu_secs: cpu_since(sim_cpu_before),
+        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs),
+        client_cpu_secs: Some(client_cpu_secs),
         traffic: Some(Traffic::measure(&sim, options.clusters)),
     };
     operator.stop();
@@ -549,6 +699,12 @@ fn own_cpu() -> Option<f64> {
     crate::operator::process_cpu_seconds(std::process::id())
 }
 
+/// The calling thread's CPU seconds so far.
+fn thread_cpu_secs() -> f64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
+}
+
 /// This process's CPU seconds since `before` (a reading of [`own_cpu`]).
 fn cpu_since(before: Option<f64>) -> Option<f64> {
     Some(own_cpu()? - before?)
@@ -558,15 +714,20 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
 }
 
-fn print_phase(phase: &PhaseResult, bare: Option<&PhaseResult>) {
-    let ratio = bare
-        .map(|b| {
-            format!(
-                ", {:.0}% of the bare client's rate",
-                100.0 * phase.pods_per_sec / b.pods_per_sec
-            )
-        })
-        .unwrap_or_default();
+/// `phase`'s rate as a percentage of `ceiling`'s.
+fn percent_of(phase: &PhaseResult, ceiling: &PhaseResult) -> f64 {
+    100.0 * phase.pods_per_sec / ceiling.pods_per_sec
+}
+
+fn print_phase(phase: &PhaseResult, ceilings: &[&PhaseResult]) {
+    let ratio = match ceilings {
+        [pods_only, same_objects] => format!(
+            ", {:.0}% of the pods-only bare client's rate, {:.0}% of the same-objects one's",
+            percent_of(phase, pods_only),
+            percent_of(phase, same_objects)
+        ),
+        _ => String::new(),
+    };
     eprintln!(
         "{}: {} pods created in {:.1} s ({:.0} pods/s{ratio}), all Running at {:.1} s{}{}",
         phase.label,
@@ -587,27 +748,38 @@ fn print_phase(phase: &PhaseResult, bare: Option<&PhaseResult>) {
 
 /// The Markdown table of a run.
 pub fn markdown(result: &ScaleResult) -> String {
+    let cpus = match &result.cpu_split {
+        Some(split) => format!("CPUs split: {split}."),
+        None => "Every process shared every core.".to_owned(),
+    };
     let mut out = format!(
-        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n\
-         | run | pods created (s) | pods/s | % of bare client | all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | kube-sim process CPU (s) | kube-sim process RSS (MiB) |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n{cpus} Rates are pods over the time \
+         until every pod existed; the operator phases and the same-objects bare client are timed from the first \
+         RayCluster create, the pods-only bare client from its first pod create.\n\n\
+         | run | pods created (s) | pods/s | % of bare client, pods only | % of bare client, same objects | all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | client thread CPU (s) | kube-sim CPU (s) | kube-sim process RSS (MiB) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
         result.clusters, result.workers_per_cluster, result.bare.pods, result.nodes
     );
-    for phase in std::iter::once(&result.bare).chain(&result.operator) {
-        let pct = 100.0 * phase.pods_per_sec / result.bare.pods_per_sec;
+    let phases = [&result.bare, &result.bare_same_objects]
+        .into_iter()
+        .chain(&result.operator);
+    for phase in phases {
         let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
         let rss = match (phase.operator_rss_bytes, phase.operator_peak_rss_bytes) {
             (Some(end), Some(peak)) => format!("{:.1} / {:.1}", mib(end), mib(peak)),
             _ => "-".to_owned(),
         };
         out.push_str(&format!(
-            "| {} | {:.1} | {:.0} | {pct:.0}% | {:.1} | {} | {rss} | {} | {} | {:.0} |\n",
+            "| {} | {:.1} | {:.0} | {:.0}% | {:.0}% | {:.1} | {} | {rss} | {} | {} | {} | {:.0} |\n",
             phase.label,
             phase.all_created_secs,
             phase.pods_per_sec,
+            percent_of(phase, &result.bare),
+            percent_of(phase, &result.bare_same_objects),
             phase.all_running_secs,
             opt(phase.all_ready_secs),
             opt(phase.operator_cpu_secs),
+            opt(phase.client_cpu_secs),
             opt(phase.sim_cpu_secs),
             mib(phase.sim_rss_bytes),
         ));
@@ -767,33 +939,46 @@ mod tests {
         assert_eq!(group.max_replicas, Some(5_000));
     }
 
-    #[test]
-    fn the_table_reports_rates_against_the_bare_client() {
-        let bare = PhaseResult {
-            label: "bare client (16 creators)".into(),
-            pods: 100,
-            all_created_secs: 1.0,
-            pods_per_sec: 100.0,
+    /// A phase that created `pods` pods in `secs` seconds.
+    fn timed_phase(label: &str, pods: usize, secs: f64) -> PhaseResult {
+        PhaseResult {
+            label: label.into(),
+            pods,
+            all_created_secs: secs,
+            pods_per_sec: pods as f64 / secs,
             ..PhaseResult::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_table_reports_rates_against_both_bare_clients() {
+        let bare = timed_phase("bare client, pods only (16 creators)", 100, 1.0);
+        let bare_same_objects = timed_phase(
+            "bare client, RayClusters + head Services + pods (16 creators)",
+            100,
+            1.6,
+        );
         let operator = PhaseResult {
-            label: "operator, unlimited (--qps=-1)".into(),
-            pods: 100,
-            all_created_secs: 2.0,
-            pods_per_sec: 50.0,
             operator_rss_bytes: Some(10 * 1_048_576),
             operator_peak_rss_bytes: Some(12 * 1_048_576),
-            ..PhaseResult::default()
+            ..timed_phase("operator, unlimited (--qps=-1)", 100, 2.0)
         };
         let table = markdown(&ScaleResult {
             clusters: 1,
             workers_per_cluster: 99,
             nodes: 2,
             bare,
+            bare_same_objects,
+            cpu_split: Some("simulator on CPU 0, clients on CPU 1".into()),
             operator: vec![operator],
         });
-        assert!(table.contains("| 100% |"), "{table}");
-        assert!(table.contains("| 50% |"), "{table}");
+        assert!(table.contains("| 100% | 160% |"), "{table}");
+        assert!(table.contains("| 63% | 100% |"), "{table}");
+        assert!(table.contains("| 50% | 80% |"), "{table}");
+        assert!(
+            table.contains("CPUs split: simulator on CPU 0, clients on CPU 1."),
+            "{table}"
+        );
         assert!(table.contains("10.0 / 12.0"), "{table}");
         assert!(!table.contains("API traffic"), "no phase measured its traffic: {table}");
     }
