@@ -956,7 +956,7 @@ mod tests {
         let bare_same_objects = timed_phase(
             "bare client, RayClusters + head Services + pods (16 creators)",
             100,
-            1.6,
+            1.5,
         );
         let operator = PhaseResult {
             operator_rss_bytes: Some(10 * 1_048_576),
@@ -972,9 +972,9 @@ mod tests {
             cpu_split: Some("simulator on CPU 0, clients on CPU 1".into()),
             operator: vec![operator],
         });
-        assert!(table.contains("| 100% | 160% |"), "{table}");
-        assert!(table.contains("| 63% | 100% |"), "{table}");
-        assert!(table.contains("| 50% | 80% |"), "{table}");
+        assert!(table.contains("| 100% | 150% |"), "{table}");
+        assert!(table.contains("| 67% | 100% |"), "{table}");
+        assert!(table.contains("| 50% | 75% |"), "{table}");
         assert!(
             table.contains("CPUs split: simulator on CPU 0, clients on CPU 1."),
             "{table}"
