@@ -96,6 +96,9 @@ impl EndpointsController {
                 if !self.is_own_write(kind, key, new) {
                     self.dirty.insert(key.clone());
                 }
+                if new.is_none() {
+                    self.written.remove(&(kind, key.clone()));
+                }
             }
             PODS => {
                 let hits = self.selection.pod_changed(key, old, new);
@@ -157,6 +160,12 @@ impl EndpointsController {
             writes.push((SLICES, (ns.clone(), slice_name.clone()), slice));
             wanted.insert(slice_name);
         }
+        writes.push((ENDPOINTS, key.clone(), desired_endpoints(svc, &svc_value, &groups)));
+        for (kind, object_key, desired) in writes {
+            ok &= self.write_if_changed(store, kind, object_key, desired);
+        }
+        // Stale slices go after the wanted ones are written, so that an endpoint moving between slices is
+        // always in one of them.
         let stale: Vec<String> = self
             .slices_of
             .get(key)
@@ -164,10 +173,6 @@ impl EndpointsController {
             .unwrap_or_default();
         for slice_name in stale {
             ok &= delete(store, &endpoint_slices(), ns, &slice_name);
-        }
-        writes.push((ENDPOINTS, key.clone(), desired_endpoints(svc, &svc_value, &groups)));
-        for (kind, object_key, desired) in writes {
-            ok &= self.write_if_changed(store, kind, object_key, desired);
         }
         ok
     }

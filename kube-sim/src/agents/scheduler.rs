@@ -522,10 +522,8 @@ impl Scheduler {
     }
 }
 
-/// Binds `pod` (`value` is its decoded JSON) to `node` (like `POST pods/{name}/binding`): sets
-/// `spec.nodeName`, then `PodScheduled=True`.
-/// Binds the pod to `node`: `spec.nodeName` and `PodScheduled=True` in one write, as the binding subresource
-/// does.
+/// Binds `pod` (`value` is its decoded JSON) to `node` as `POST pods/{name}/binding` does: `spec.nodeName` and
+/// `PodScheduled=True` in one write.
 fn bind(store: &Store, pod: &StoredObject, value: &Value, node: &str) {
     let mut conds: Vec<Value> = value["status"]["conditions"].as_array().cloned().unwrap_or_default();
     set_condition(&mut conds, "PodScheduled", "True", None, None);

@@ -667,8 +667,9 @@ impl Store {
 
     /// Binds pod `namespace/name` to `node` as kube-apiserver's `pods/binding` subresource does: `spec.nodeName`
     /// and `status.conditions` (the caller's list, which sets `PodScheduled=True`) in one write, so that watchers
-    /// see one MODIFIED event per binding, as they do from a real cluster. 409 when the pod is no longer at
-    /// `rv` or is bound already.
+    /// see one MODIFIED event per binding, as they do from a real cluster (like upstream's, it leaves
+    /// `metadata.generation` alone). 409 when the pod is no longer at `rv`, is bound already, is being deleted or
+    /// has scheduling gates.
     pub fn bind_pod(
         &self,
         namespace: &str,
@@ -693,6 +694,21 @@ impl Store {
                 return Err(ApiError::conflict_msg(
                     info.target(name),
                     &format!("pod {name} is already assigned to node \"{bound_to}\""),
+                ));
+            }
+            if is_terminating(&pod) {
+                return Err(ApiError::conflict_msg(
+                    info.target(name),
+                    &format!("pod {name} is being deleted, cannot be assigned to a host"),
+                ));
+            }
+            if pod["spec"]["schedulingGates"]
+                .as_array()
+                .is_some_and(|gates| !gates.is_empty())
+            {
+                return Err(ApiError::conflict_msg(
+                    info.target(name),
+                    &format!("pod {name} has non-empty .spec.schedulingGates"),
                 ));
             }
             pod["spec"]["nodeName"] = Value::String(node.to_string());
@@ -1290,5 +1306,12 @@ mod tests {
                 .code,
             404
         );
+        let gated = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated"},
+                           "spec": {"schedulingGates": [{"name": "wait"}], "containers": [{"name": "c", "image": "i"}]}});
+        let gated = store.create(&Gvr::pods(), Some("default"), gated).unwrap();
+        let refused = store
+            .bind_pod("default", "gated", gated.rv, "node-1", Vec::new())
+            .unwrap_err();
+        assert!(refused.message.contains("schedulingGates"), "{}", refused.message);
     }
 }
