@@ -6,7 +6,8 @@
 //! measures the operator's CPU as much as whether it keeps the API server busy. With it, this process (kube-sim,
 //! its agents and the progress polling) runs on the first half of the allowed CPUs, and the clients (the
 //! bare client's creators, the RayCluster creates that stand for the user, and the operator child) on the
-//! second half, in every phase alike.
+//! second half, in every phase alike. The halves come from this process's affinity mask: under a cgroup CPU
+//! quota both halves still share that one quota, so the split isolates only on dedicated cores.
 
 use anyhow::{Context as _, bail};
 use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
@@ -64,7 +65,7 @@ impl CpuSplit {
         Ok(started)
     }
 
-    /// `sim CPUs / client CPUs`, for the report (`0 / 1`).
+    /// The split in words, for the report (`simulator on CPU 0, clients on CPU 1`).
     pub fn describe(&self) -> String {
         let list = |cpus: &[usize]| cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
         format!(
