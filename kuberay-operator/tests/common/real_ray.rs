@@ -62,16 +62,6 @@ pub fn real_ray_sim_config(venv: &Path) -> SimConfig {
     real_process_sim_config(&[(RAY_IMAGE, venv)])
 }
 
-/// Processes whose command line runs something from `venv` (Ray's head, raylet, dashboard, workers).
-pub fn processes_from(venv: &Path) -> Vec<String> {
-    let needle = venv.to_string_lossy().into_owned();
-    all_processes()
-        .into_iter()
-        .filter(|(_, cmd)| cmd.contains(&needle))
-        .map(|(_, cmd)| cmd)
-        .collect()
-}
-
 /// Every process on the machine: (pid, command line with spaces for NULs).
 fn all_processes() -> Vec<(u32, String)> {
     std::fs::read_dir("/proc")
@@ -99,6 +89,15 @@ pub fn run_processes(prefix: &str) -> Vec<(u32, String)> {
         .into_iter()
         .filter(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(prefix)))
         .collect()
+}
+
+/// Fails unless some process runs in the run's cgroups under `prefix`: a later check that none is left is only
+/// worth something if the run's processes are found through their cgroups at all.
+pub fn assert_run_has_processes(prefix: &str) {
+    assert!(
+        !run_processes(prefix).is_empty(),
+        "no process found in the run's cgroups ({prefix}) while its pods run"
+    );
 }
 
 /// The value in kB of the line starting with `field` in a `/proc` file, in bytes; 0 when absent (process gone).
@@ -171,7 +170,7 @@ impl Drop for PeakMemory {
     }
 }
 
-/// This process' peak resident set (`VmHWM`: the test with kube-sim in it), in MiB.
+/// This process' peak resident set (`VmHWM`: the test binary with the kube-sims of its tests), in MiB.
 pub fn own_peak_rss_mib() -> u64 {
     proc_kib_field("/proc/self/status", "VmHWM:") / (1024 * 1024)
 }
@@ -244,57 +243,6 @@ pub async fn kubectl_exec(
         command.join(" ")
     );
     (out.status.success(), stdout, stderr)
-}
-
-/// Samples, once a second on a thread of its own, the summed resident memory (`VmRSS`) of the processes
-/// running something from a venv and keeps the peak. The sum counts pages shared between processes once per
-/// process, so it overstates the memory actually used; it is the figure `ps` users compare. [`PeakMemory`]
-/// measures a run's pods by cgroup instead, with PSS.
-pub struct VenvMemorySampler {
-    peak: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl VenvMemorySampler {
-    /// Starts sampling the processes of `venv`.
-    pub fn start(venv: &Path) -> Self {
-        let (peak, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
-        let thread = {
-            let (peak, stop) = (peak.clone(), stop.clone());
-            let needle = venv.to_string_lossy().into_owned();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let total: u64 = all_processes()
-                        .iter()
-                        .filter(|(_, cmd)| cmd.contains(&needle))
-                        .map(|(pid, _)| proc_kib_field(&format!("/proc/{pid}/status"), "VmRSS:"))
-                        .sum();
-                    peak.fetch_max(total, Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            })
-        };
-        VenvMemorySampler {
-            peak,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// The highest sum seen so far, in bytes.
-    pub fn peak_bytes(&self) -> u64 {
-        self.peak.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for VenvMemorySampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 /// `GET path` over HTTP/1.1 to `addr` (a ClusterIP or pod IP on the bridge), bounded by `timeout`: the status

@@ -1,6 +1,6 @@
 //! End to end with real Ray: RayJobs and a RayService whose Python code comes from ConfigMap volumes, run by
-//! the operator binary against kube-sim's process pods (the pinned Ray venv on the bridge network, as in
-//! `e2e_real_ray.rs`).
+//! the operator binary against kube-sim's process pods (the pinned Ray venv on the bridge network, as for the
+//! sample cluster).
 //!
 //! - K8sJobMode: the submitter Job's pod runs the real `ray job submit`; the job SUCCEEDS and its output is in
 //!   the submitter's `kubectl logs`.
@@ -12,12 +12,8 @@
 //!   all answered.
 //!
 //! The scenarios run side by side in three lanes on one kube-sim and one operator to keep the wall time and the
-//! peak memory (one Ray head is about 1.5 GiB) bounded. Deleting everything leaves no process of the venv.
+//! peak memory (one Ray head is about 1.5 GiB) bounded. Deleting everything leaves no process of the run's pods.
 //! The figures (create to SUCCEEDED / Ready, upgrade time, requests, peak memory) are printed on stderr.
-//!
-//! Needs root (network and mount namespaces) and PyPI on first use; without either it fails, it never skips.
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,9 +26,12 @@ use kube::api::ListParams;
 use ray_api::{RayCluster, RayJob, RayService};
 use serde_json::{Value, json};
 
-mod common;
-use common::real_ray::{RAY_IMAGE, VenvMemorySampler, http_get_at, processes_from, ray_venv, real_ray_sim_config};
-use common::{Operator, SimEnv, free_port, kubectl};
+use crate::common;
+use crate::common::real_ray::{
+    PeakMemory, RAY_IMAGE, assert_run_has_processes, http_get_at, ray_venv, real_ray_sim_config, run_cgroup_prefix,
+    run_processes,
+};
+use crate::common::{Operator, SimEnv, free_port, kubectl};
 
 const NS: &str = "default";
 /// The Ray version the venv runs (`scripts/install-ray.sh`); the pods say so, which picks the HTTP probes.
@@ -594,7 +593,8 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
         free_port(),
         &["--use-kubernetes-proxy"],
     );
-    let memory = VenvMemorySampler::start(&venv);
+    let cgroup_prefix = run_cgroup_prefix(&env.sim);
+    let memory = PeakMemory::start(cgroup_prefix.clone());
     let sim = Sim { env };
     sim.create(&config_map(
         JOB_SCRIPTS,
@@ -622,22 +622,24 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
     let ((deadline, http), (k8s, retried), (to_ready, upgrade)) =
         tokio::join!(deadline_lane, jobs_lane, rayservice_flow(&sim));
 
+    // The RayService's cluster still runs.
+    assert_run_has_processes(&cgroup_prefix);
     for kind in ["rayjob", "rayservice"] {
         let (ok, _, stderr) = sim.kubectl(&["delete", kind, "--all", "--wait=false"]);
         assert!(ok, "kubectl delete {kind}: {stderr}");
     }
     common::wait_no_pods(&sim.env.client, NS, "", Duration::from_secs(180)).await;
-    let left = processes_from(&venv);
+    let left = run_processes(&cgroup_prefix);
     assert!(
         left.is_empty(),
-        "Ray processes left after the pods were deleted: {left:#?}"
+        "processes of the run's pods left after the pods were deleted: {left:#?}"
     );
-    let peak = memory.peak_bytes();
     eprintln!(
         "[figure] summary: K8sJobMode {k8s:.1?}, HTTPMode {http:.1?}, deadline {deadline:.1?}, retried {retried:.1?}, \
-         RayService Ready {to_ready:.1?}, upgrade {upgrade:.1?}; peak RSS sum of the venv's processes {:.2} GiB; \
-         whole test {:.1?}",
-        peak as f64 / f64::from(1 << 30),
+         RayService Ready {to_ready:.1?}, upgrade {upgrade:.1?}; pods' processes peak summed PSS {} MiB, peak \
+         summed RSS {} MiB; whole test {:.1?}",
+        memory.peak_pss_mib(),
+        memory.peak_rss_mib(),
         started.elapsed()
     );
 }
