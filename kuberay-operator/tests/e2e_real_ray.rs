@@ -8,9 +8,10 @@
 //!   its job history from Redis.
 //!
 //! Each test starts its own kube-sim (its own pod network slot and cgroups) and operator, and checks what it
-//! leaves behind by its own pods' cgroups, so the tests run side by side on the harness's threads: much of
-//! their time is waiting (probes, idle timeouts, grace periods), not CPU. The harness starts tests in name
-//! order, so the longest (`real_ray_jobs`) starts first and the others follow on the second thread.
+//! leaves behind by its own pods' cgroups (and that no Ray process runs outside every run's pods), so the tests
+//! run side by side: much of their time is waiting (probes, idle timeouts, grace periods), not CPU. At most two
+//! run at once whatever the CPU count (`REAL_RAY_RUNS`). The harness starts tests in name order, so the longest
+//! (`real_ray_jobs`) starts first.
 //!
 //! Needs root (network and mount namespaces, cgroups), PyPI and the Debian archive on first use; without them
 //! the tests fail, they never skip.

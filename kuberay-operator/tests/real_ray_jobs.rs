@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::real_ray::{
-    PeakMemory, RAY_IMAGE, assert_run_has_processes, http_get_at, ray_venv, real_ray_sim_config, run_cgroup_prefix,
-    run_processes,
+    PeakMemory, RAY_IMAGE, REAL_RAY_RUNS, assert_run_has_processes, http_get_at, ray_venv, real_ray_sim_config,
+    run_cgroup_prefix, run_processes, stray_venv_processes,
 };
 use crate::common::{Operator, SimEnv, free_port, kubectl};
 
@@ -582,6 +582,7 @@ async fn rayservice_flow(sim: &Sim) -> (Duration, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
+    let _one_of_two = REAL_RAY_RUNS.acquire().await.unwrap();
     let venv = ray_venv();
     let started = Instant::now();
     let env = SimEnv::start("real-ray-jobs", real_ray_sim_config(&venv)).await;
@@ -629,10 +630,12 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
         assert!(ok, "kubectl delete {kind}: {stderr}");
     }
     common::wait_no_pods(&sim.env.client, NS, "", Duration::from_secs(180)).await;
-    let left = run_processes(&cgroup_prefix);
+    let mut left = run_processes(&cgroup_prefix);
+    left.extend(stray_venv_processes(&venv));
     assert!(
         left.is_empty(),
-        "processes of the run's pods left after the pods were deleted: {left:#?}"
+        "processes of the run's pods, or from the venv outside every run's pods, left after the pods were deleted: \
+         {left:#?}"
     );
     eprintln!(
         "[figure] summary: K8sJobMode {k8s:.1?}, HTTPMode {http:.1?}, deadline {deadline:.1?}, retried {retried:.1?}, \

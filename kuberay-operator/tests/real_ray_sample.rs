@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use crate::common::real_ray::{
-    assert_run_has_processes, ray_venv, real_process_sim_config, run_cgroup_prefix, run_processes,
+    REAL_RAY_RUNS, assert_run_has_processes, ray_venv, real_process_sim_config, run_cgroup_prefix, run_processes,
+    stray_venv_processes,
 };
 use crate::common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_cluster_ready, wait_for, wait_no_pods};
 
@@ -20,6 +21,7 @@ const DASHBOARD_NODES: &str =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
+    let _one_of_two = REAL_RAY_RUNS.acquire().await.unwrap();
     let venv = ray_venv();
     let config = real_process_sim_config(&[("rayproject/ray", &venv)]);
     let env = SimEnv::start("real-ray", config).await;
@@ -75,9 +77,11 @@ async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     );
     assert!(ok, "kubectl delete: {stderr}");
     wait_no_pods(&env.client, NS, "", Duration::from_secs(120)).await;
-    let left = run_processes(&cgroup_prefix);
+    let mut left = run_processes(&cgroup_prefix);
+    left.extend(stray_venv_processes(&venv));
     assert!(
         left.is_empty(),
-        "processes of the run's pods left after the pods were deleted: {left:#?}"
+        "processes of the run's pods, or from the venv outside every run's pods, left after the pods were deleted: \
+         {left:#?}"
     );
 }

@@ -29,8 +29,9 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::real_ray::{
-    PeakMemory, alive, assert_run_has_processes, dashboard_nodes, dashboard_path, get_json, kubectl_exec,
-    own_peak_rss_mib, post_json, ray_venv, real_process_sim_config, redis_image_dir, run_cgroup_prefix, run_processes,
+    PeakMemory, REAL_RAY_RUNS, alive, assert_run_has_processes, dashboard_nodes, dashboard_path, get_json,
+    kubectl_exec, own_peak_rss_mib, post_json, ray_venv, real_process_sim_config, redis_image_dir, run_cgroup_prefix,
+    run_processes, stray_venv_processes,
 };
 use crate::common::{
     Operator, SimEnv, free_port, kubectl, live_cluster_pods, node_type, running, sample_documents, wait_for,
@@ -92,9 +93,9 @@ async fn worker_group_scale(clusters: &Api<RayCluster>, name: &str) -> Option<(i
     Some((group["replicas"].as_i64()?, to_delete))
 }
 
-/// Deletes what `files` created and waits for every pod to be gone or finished and no process of the run's pods
-/// to be left.
-async fn delete_everything(env: &SimEnv, files: &[&Path], cgroup_prefix: &str) {
+/// Deletes what `files` created, waits for every pod to be gone or finished and no process of the run's pods to
+/// be left, and checks that no process from `venv` runs outside every run's pods.
+async fn delete_everything(env: &SimEnv, files: &[&Path], venv: &Path, cgroup_prefix: &str) {
     assert_run_has_processes(cgroup_prefix);
     for file in files {
         let (ok, _, stderr) = kubectl(
@@ -135,10 +136,16 @@ async fn delete_everything(env: &SimEnv, files: &[&Path], cgroup_prefix: &str) {
         },
     )
     .await;
+    let stray = stray_venv_processes(venv);
+    assert!(
+        stray.is_empty(),
+        "Ray processes from the venv outside every run's pods: {stray:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_autoscaler_scales_a_worker_group_0_to_3_and_back_to_0() {
+    let _one_of_two = REAL_RAY_RUNS.acquire().await.unwrap();
     let venv = ray_venv();
     let env = SimEnv::start(
         "real-ray-autoscale",
@@ -288,12 +295,13 @@ async fn the_autoscaler_scales_a_worker_group_0_to_3_and_back_to_0() {
          worker pods gone {scaled_down_after:?} after it (idleTimeoutSeconds {IDLE_TIMEOUT_SECONDS})"
     );
 
-    delete_everything(&env, &[&file], &cgroup_prefix).await;
+    delete_everything(&env, &[&file], &venv, &cgroup_prefix).await;
     report_memory(&memory);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_history() {
+    let _one_of_two = REAL_RAY_RUNS.acquire().await.unwrap();
     let venv = ray_venv();
     let redis = redis_image_dir();
     let env = SimEnv::start(
@@ -485,7 +493,7 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
         "the Redis cleanup Job deleted the GCS tables ({keys_before} keys before)"
     );
     eprintln!("Redis: {keys_before} keys while the cluster ran, {keys_after} after the RayCluster was deleted");
-    delete_everything(&env, &[&file], &cgroup_prefix).await;
+    delete_everything(&env, &[&file], &venv, &cgroup_prefix).await;
     report_memory(&memory);
 }
 

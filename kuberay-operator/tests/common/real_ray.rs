@@ -7,8 +7,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kube::Client;
@@ -20,10 +20,18 @@ use serde_json::Value;
 use super::installed_dir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The pinned Ray virtualenv, installed by `scripts/install-ray.sh` on first use (needs PyPI then).
+/// The pinned Ray virtualenv, installed by `scripts/install-ray.sh` on first use (needs PyPI then). The script
+/// runs once per test binary: its tests run side by side, and a later run of it must not touch the venv while
+/// another test's Ray runs from it.
 pub fn ray_venv() -> PathBuf {
-    installed_dir("install-ray.sh", "real Ray (PyPI must be reachable on first use)")
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| installed_dir("install-ray.sh", "real Ray (PyPI must be reachable on first use)"))
+        .clone()
 }
+
+/// At most this many real-Ray runs at once in one test binary, whatever the machine's CPU count (the test
+/// harness runs one test per CPU): each Ray node takes about 1.5 GiB.
+pub static REAL_RAY_RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 /// The directory whose `bin/` holds Debian's redis-server, installed by `scripts/install-redis.sh` on first
 /// use (needs root and the Debian archive then).
@@ -80,7 +88,7 @@ fn all_processes() -> Vec<(u32, String)> {
 pub fn run_cgroup_prefix(sim: &SimHandle) -> String {
     let runtime = sim.process_runtime().expect("kube-sim runs a process runtime");
     let run = runtime.state_path().file_name().unwrap().to_string_lossy().into_owned();
-    format!(":memory:/kube-sim.{run}/")
+    format!("{ANY_RUN_CGROUP}{run}/")
 }
 
 /// Processes in the containers of the run whose cgroup prefix is `prefix`: (pid, command line).
@@ -89,6 +97,34 @@ pub fn run_processes(prefix: &str) -> Vec<(u32, String)> {
         .into_iter()
         .filter(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(prefix)))
         .collect()
+}
+
+/// The memory-cgroup marker of every container any kube-sim process runtime starts (see [`run_cgroup_prefix`]).
+const ANY_RUN_CGROUP: &str = ":memory:/kube-sim.";
+
+/// Processes running something from `venv` that are in no kube-sim run's cgroups: a Ray process that left its
+/// pod's cgroup (or was started outside one) and that a check of one run's cgroups would not see. Checked
+/// beside [`run_processes`], since other tests' Ray may run from the same venv in their own cgroups. A
+/// process counts only if it is still outside every run's cgroups a second later: a container's setup shell
+/// joins its cgroup only after it starts, and another test may be starting one.
+pub fn stray_venv_processes(venv: &Path) -> Vec<(u32, String)> {
+    let needle = venv.to_string_lossy().into_owned();
+    let outside = || -> Vec<(u32, String)> {
+        all_processes()
+            .into_iter()
+            .filter(|(_, cmd)| cmd.contains(&needle))
+            .filter(|(pid, _)| {
+                std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| !c.contains(ANY_RUN_CGROUP))
+            })
+            .collect()
+    };
+    let first = outside();
+    if first.is_empty() {
+        return first;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let second = outside();
+    first.into_iter().filter(|p| second.contains(p)).collect()
 }
 
 /// Fails unless some process runs in the run's cgroups under `prefix`: a later check that none is left is only
