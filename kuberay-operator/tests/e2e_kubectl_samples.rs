@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ray_sim::{HollowRay, HollowRayOptions};
 
 use crate::common;
-use common::{Operator, SimEnv, free_port, kubectl};
+use common::{Operator, SimEnv, kubectl};
 
 const NS: &str = "default";
 const WAIT: Duration = Duration::from_secs(120);
@@ -31,14 +31,7 @@ fn header(output: &str) -> String {
 async fn kubectl_applies_the_three_samples_and_they_reach_their_end_states() {
     let env = SimEnv::start("kubectl-samples", kube_sim::SimConfig::default()).await;
     let _ray = HollowRay::attach(&env.sim, HollowRayOptions::default());
-    let _operator = Operator::start(
-        &env.dir,
-        &env.kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    );
+    let _operator = Operator::start_proxied(&env, NS);
     let run = |args: &[&str]| kubectl(&env.dir, &env.kubeconfig, args);
     for sample in [
         "ray-cluster.sample.yaml",

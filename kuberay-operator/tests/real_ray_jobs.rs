@@ -28,10 +28,10 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::real_ray::{
-    PeakMemory, RAY_IMAGE, REAL_RAY_RUNS, assert_run_has_processes, http_get_at, ray_venv, real_ray_sim_config,
-    run_cgroup_prefix, run_processes, stray_venv_processes,
+    PeakMemory, RAY_IMAGE, REAL_RAY_RUNS, assert_nothing_left, assert_run_has_processes, http_get_at, ray_venv,
+    real_ray_sim_config, run_cgroup_prefix,
 };
-use crate::common::{Operator, SimEnv, free_port, kubectl};
+use crate::common::{Operator, SimEnv, kubectl};
 
 const NS: &str = "default";
 /// The Ray version the venv runs (`scripts/install-ray.sh`); the pods say so, which picks the HTTP probes.
@@ -586,14 +586,7 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
     let venv = ray_venv();
     let started = Instant::now();
     let env = SimEnv::start("real-ray-jobs", real_ray_sim_config(&venv)).await;
-    let _operator = Operator::start(
-        &env.dir,
-        &env.kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    );
+    let _operator = Operator::start_proxied(&env, NS);
     let cgroup_prefix = run_cgroup_prefix(&env.sim);
     let memory = PeakMemory::start(cgroup_prefix.clone());
     let sim = Sim { env };
@@ -630,13 +623,7 @@ async fn rayjobs_and_a_rayservice_run_real_ray_code_from_config_maps() {
         assert!(ok, "kubectl delete {kind}: {stderr}");
     }
     common::wait_no_pods(&sim.env.client, NS, "", Duration::from_secs(180)).await;
-    let mut left = run_processes(&cgroup_prefix);
-    left.extend(stray_venv_processes(&venv));
-    assert!(
-        left.is_empty(),
-        "processes of the run's pods, or from the venv outside every run's pods, left after the pods were deleted: \
-         {left:#?}"
-    );
+    assert_nothing_left(&cgroup_prefix, &venv);
     eprintln!(
         "[figure] summary: K8sJobMode {k8s:.1?}, HTTPMode {http:.1?}, deadline {deadline:.1?}, retried {retried:.1?}, \
          RayService Ready {to_ready:.1?}, upgrade {upgrade:.1?}; pods' processes peak summed PSS {} MiB, peak \

@@ -9,10 +9,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::real_ray::{
-    REAL_RAY_RUNS, assert_run_has_processes, ray_venv, real_process_sim_config, run_cgroup_prefix, run_processes,
-    stray_venv_processes,
+    REAL_RAY_RUNS, assert_nothing_left, assert_run_has_processes, ray_venv, real_process_sim_config, run_cgroup_prefix,
 };
-use crate::common::{Operator, SimEnv, free_port, kubectl, sample_path, wait_cluster_ready, wait_for, wait_no_pods};
+use crate::common::{Operator, SimEnv, kubectl, sample_path, wait_cluster_ready, wait_for, wait_no_pods};
 
 const NS: &str = "default";
 const CLUSTER: &str = "raycluster-kuberay";
@@ -26,14 +25,7 @@ async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     let config = real_process_sim_config(&[("rayproject/ray", &venv)]);
     let env = SimEnv::start("real-ray", config).await;
     let cgroup_prefix = run_cgroup_prefix(&env.sim);
-    let _operator = Operator::start(
-        &env.dir,
-        &env.kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    );
+    let _operator = Operator::start_proxied(&env, NS);
 
     let created = Instant::now();
     let sample = sample_path("ray-cluster.sample.yaml");
@@ -77,11 +69,5 @@ async fn the_sample_raycluster_becomes_a_real_two_node_ray_cluster() {
     );
     assert!(ok, "kubectl delete: {stderr}");
     wait_no_pods(&env.client, NS, "", Duration::from_secs(120)).await;
-    let mut left = run_processes(&cgroup_prefix);
-    left.extend(stray_venv_processes(&venv));
-    assert!(
-        left.is_empty(),
-        "processes of the run's pods, or from the venv outside every run's pods, left after the pods were deleted: \
-         {left:#?}"
-    );
+    assert_nothing_left(&cgroup_prefix, &venv);
 }

@@ -29,13 +29,11 @@ use serde_json::{Value, json};
 
 use crate::common;
 use crate::common::real_ray::{
-    PeakMemory, REAL_RAY_RUNS, alive, assert_run_has_processes, dashboard_nodes, dashboard_path, get_json,
-    kubectl_exec, own_peak_rss_mib, post_json, ray_venv, real_process_sim_config, redis_image_dir, run_cgroup_prefix,
-    run_processes, stray_venv_processes,
+    PeakMemory, REAL_RAY_RUNS, alive, assert_nothing_left, assert_run_has_processes, dashboard_nodes, dashboard_path,
+    get_json, kubectl_exec, own_peak_rss_mib, post_json, ray_venv, real_process_sim_config, redis_image_dir,
+    run_cgroup_prefix, run_processes,
 };
-use crate::common::{
-    Operator, SimEnv, free_port, kubectl, live_cluster_pods, node_type, running, sample_documents, wait_for,
-};
+use crate::common::{Operator, SimEnv, kubectl, live_cluster_pods, node_type, running, sample_documents, wait_for};
 
 const NS: &str = "default";
 /// The Ray container of the head pod, as podgen names it (the samples' name).
@@ -136,11 +134,7 @@ async fn delete_everything(env: &SimEnv, files: &[&Path], venv: &Path, cgroup_pr
         },
     )
     .await;
-    let stray = stray_venv_processes(venv);
-    assert!(
-        stray.is_empty(),
-        "Ray processes from the venv outside every run's pods: {stray:#?}"
-    );
+    assert_nothing_left(cgroup_prefix, venv);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,14 +148,7 @@ async fn the_autoscaler_scales_a_worker_group_0_to_3_and_back_to_0() {
     .await;
     let cgroup_prefix = run_cgroup_prefix(&env.sim);
     let memory = PeakMemory::start(cgroup_prefix.clone());
-    let _operator = Operator::start(
-        &env.dir,
-        &env.kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    );
+    let _operator = Operator::start_proxied(&env, NS);
 
     let mut docs = sample_documents("ray-cluster.autoscaler.yaml");
     let cluster = raycluster_doc(&mut docs);
@@ -311,14 +298,7 @@ async fn with_gcs_fault_tolerance_a_killed_head_recovers_and_keeps_its_job_histo
     .await;
     let cgroup_prefix = run_cgroup_prefix(&env.sim);
     let memory = PeakMemory::start(cgroup_prefix.clone());
-    let _operator = Operator::start(
-        &env.dir,
-        &env.kubeconfig,
-        NS,
-        free_port(),
-        free_port(),
-        &["--use-kubernetes-proxy"],
-    );
+    let _operator = Operator::start_proxied(&env, NS);
 
     let mut docs = sample_documents("ray-cluster.external-redis.yaml");
     // The redis image declares `/data` a volume, so it exists in a container; the host filesystem the mapping

@@ -77,6 +77,19 @@ impl Operator {
         Self::start_with_env(dir, kubeconfig, namespace, metrics_port, probe_port, extra, &[])
     }
 
+    /// [`Operator::start`] against `env` on free ports with `--use-kubernetes-proxy`: the operator reaches Ray
+    /// dashboards through the API server's service proxy, as it must from outside the pod network.
+    pub fn start_proxied(env: &SimEnv, namespace: &str) -> Self {
+        Self::start(
+            &env.dir,
+            &env.kubeconfig,
+            namespace,
+            free_port(),
+            free_port(),
+            &["--use-kubernetes-proxy"],
+        )
+    }
+
     /// [`Operator::start`] with operator switches set in its environment (e.g. `ENABLE_WEBHOOKS=true`).
     pub fn start_with_env(
         dir: &Path,

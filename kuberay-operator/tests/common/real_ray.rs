@@ -136,6 +136,18 @@ pub fn assert_run_has_processes(prefix: &str) {
     );
 }
 
+/// Fails if a process of the run's pods (cgroups under `prefix`) is left, or a process from `venv` runs outside
+/// every run's cgroups (see [`stray_venv_processes`]).
+pub fn assert_nothing_left(prefix: &str, venv: &Path) {
+    let left = run_processes(prefix);
+    assert!(left.is_empty(), "processes of the run's pods left: {left:#?}");
+    let stray = stray_venv_processes(venv);
+    assert!(
+        stray.is_empty(),
+        "Ray processes from the venv outside every run's pods: {stray:#?}"
+    );
+}
+
 /// The value in kB of the line starting with `field` in a `/proc` file, in bytes; 0 when absent (process gone).
 fn proc_kib_field(path: &str, field: &str) -> u64 {
     std::fs::read_to_string(path)
