@@ -65,6 +65,11 @@ impl CpuSplit {
         Ok(started)
     }
 
+    /// How many CPUs the simulator has.
+    pub fn sim_cpus(&self) -> usize {
+        self.sim.len()
+    }
+
     /// The split in words, for the report (`simulator on CPU 0, clients on CPU 1`).
     pub fn describe(&self) -> String {
         let list = |cpus: &[usize]| cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",");

@@ -140,6 +140,10 @@ struct ScaleArgs {
     /// separate nodes in a cluster; without it every process shares every core.
     #[arg(long)]
     cpu_split: bool,
+    /// Worker threads of the simulator's runtime (default: one per simulator CPU with `--cpu-split`, else 2).
+    /// More threads than CPUs only adds wake-ups and context switches between them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    sim_threads: Option<u16>,
 }
 
 impl ScaleArgs {
@@ -241,6 +245,9 @@ impl Default for MemoryArgs {
     }
 }
 
+/// Worker threads of this process's runtime (the simulator's) when every process shares every core.
+const DEFAULT_RUNTIME_THREADS: usize = 2;
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // Pinned before the runtime starts, so that every thread of the simulator inherits the pinning.
@@ -252,15 +259,23 @@ fn main() -> anyhow::Result<()> {
         }
         _ => None,
     };
+    let sim_threads = match &cli.command {
+        Some(Command::Scale(args)) => args.sim_threads.map(usize::from).unwrap_or_else(|| {
+            cpu_split
+                .as_ref()
+                .map_or(DEFAULT_RUNTIME_THREADS, cpu_split::CpuSplit::sim_cpus)
+        }),
+        _ => DEFAULT_RUNTIME_THREADS,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(sim_threads)
         .enable_all()
         .build()?;
     let stopped_by = runtime.block_on(async {
         let work = async {
             match cli.command {
                 Some(Command::Memory(args)) => memory(args).await,
-                Some(Command::Scale(args)) => scale(args, cpu_split).await,
+                Some(Command::Scale(args)) => scale(args, cpu_split, sim_threads).await,
                 Some(Command::Isolation(args)) => isolation(args).await,
                 None => memory(MemoryArgs::default()).await,
             }
@@ -361,7 +376,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn scale(args: ScaleArgs, cpu_split: Option<cpu_split::CpuSplit>) -> anyhow::Result<()> {
+async fn scale(args: ScaleArgs, cpu_split: Option<cpu_split::CpuSplit>, sim_threads: usize) -> anyhow::Result<()> {
     let operator = operator::resolve_binary(args.operator.as_deref())?;
     let work_dir = run::ensure_dir(&args.output.join("work"))?;
     let (clusters, workers_per_cluster, nodes) = args.shape();
@@ -375,6 +390,7 @@ async fn scale(args: ScaleArgs, cpu_split: Option<cpu_split::CpuSplit>) -> anyho
         operator,
         work_dir,
         cpu_split,
+        sim_threads,
     };
     let result = scale::run(&options).await?;
     run::print_and_write(&args.output, "scale", &scale::markdown(&result), &result)

@@ -57,6 +57,8 @@ pub struct ScaleOptions {
     /// `--cpu-split`: the simulator and the clients on separate CPUs (already applied to this process's
     /// threads by `main`; the phases pin their client threads and the operator child with it).
     pub cpu_split: Option<CpuSplit>,
+    /// Worker threads of the simulator's runtime (this process's).
+    pub sim_threads: usize,
 }
 
 impl ScaleOptions {
@@ -171,6 +173,8 @@ pub struct ScaleResult {
     pub bare_same_objects: PhaseResult,
     /// How the machine's CPUs were shared (`--cpu-split`), or `None` when every process shared every core.
     pub cpu_split: Option<String>,
+    /// Worker threads of the simulator's runtime.
+    pub sim_threads: usize,
     /// One per operator setting.
     pub operator: Vec<PhaseResult>,
 }
@@ -187,6 +191,10 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
     if let Some(split) = &options.cpu_split {
         eprintln!("kuberay-bench scale: {}", split.describe());
     }
+    eprintln!(
+        "kuberay-bench scale: the simulator's runtime has {} worker threads",
+        options.sim_threads
+    );
     let bare = bare_client_phase(options, Ceiling::PodsOnly).await?;
     print_phase(&bare, &[]);
     let bare_same_objects = bare_client_phase(options, Ceiling::SameObjects).await?;
@@ -205,6 +213,7 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
         bare,
         bare_same_objects,
         cpu_split: options.cpu_split.as_ref().map(CpuSplit::describe),
+        sim_threads: options.sim_threads,
         operator,
     })
 }
@@ -752,8 +761,12 @@ pub fn markdown(result: &ScaleResult) -> String {
         Some(split) => format!("CPUs split: {split}."),
         None => "Every process shared every core.".to_owned(),
     };
+    let threads = match result.sim_threads {
+        1 => "The simulator's runtime had 1 worker thread.".to_owned(),
+        n => format!("The simulator's runtime had {n} worker threads."),
+    };
     let mut out = format!(
-        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n{cpus} Rates are pods over the time \
+        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n{cpus} {threads} Rates are pods over the time \
          until every pod existed; the operator phases and the same-objects bare client are timed from the first \
          RayCluster create, the pods-only bare client from its first pod create.\n\n\
          | run | pods created (s) | pods/s | % of bare client, pods only | % of bare client, same objects | all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | client thread CPU (s) | kube-sim CPU (s) | kube-sim process RSS (MiB) |\n\
@@ -970,13 +983,16 @@ mod tests {
             bare,
             bare_same_objects,
             cpu_split: Some("simulator on CPU 0, clients on CPU 1".into()),
+            sim_threads: 1,
             operator: vec![operator],
         });
         assert!(table.contains("| 100% | 150% |"), "{table}");
         assert!(table.contains("| 67% | 100% |"), "{table}");
         assert!(table.contains("| 50% | 75% |"), "{table}");
         assert!(
-            table.contains("CPUs split: simulator on CPU 0, clients on CPU 1."),
+            table.contains(
+                "CPUs split: simulator on CPU 0, clients on CPU 1. The simulator's runtime had 1 worker thread."
+            ),
             "{table}"
         );
         assert!(table.contains("10.0 / 12.0"), "{table}");

@@ -88,8 +88,8 @@ impl Agent for CertManager {
         retry.then_some(RETRY)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 

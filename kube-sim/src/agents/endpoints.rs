@@ -229,8 +229,8 @@ impl Agent for EndpointsController {
         retry.then_some(RETRY_DELAY)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 

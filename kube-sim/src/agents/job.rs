@@ -185,8 +185,8 @@ impl Agent for JobController {
         JobController::pass(self, store)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 

@@ -140,8 +140,8 @@ impl Agent for Kubelet {
         Kubelet::pass(self, store)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 

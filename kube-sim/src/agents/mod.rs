@@ -10,9 +10,10 @@
 //! Each agent is level-triggered but incremental: it keeps a local copy of the objects it cares about from the
 //! store's change feed ([`crate::store::Store::change_feed`]) with indexes (per-node usage, pending pods,
 //! PodGroup members, pods by controller uid), and a pass makes one step towards the desired state for the
-//! objects that changed, whose timer (a deadline map) fell due, or whose last write failed. It runs again after
-//! every store commit (or after a timer it asked for, or [`AgentConfig::resync`]). Writes carry the `resourceVersion` they were computed from, so a racing write
-//! makes them fail with a conflict and the next pass retries.
+//! objects that changed, whose timer (a deadline map) fell due, or whose last write failed. It runs again when its
+//! feed delivers a change (or after a timer it asked for, or [`AgentConfig::resync`]): commits to resources it
+//! does not watch (Events, custom resources, ...) do not wake it. Writes carry the `resourceVersion` they were
+//! computed from, so a racing write makes them fail with a conflict and the next pass retries.
 //!
 //! Per-pod behaviour is driven by annotations (see the `ANN_*` constants):
 //!
@@ -133,11 +134,15 @@ pub fn spawn(
 trait Agent: Send {
     /// One pass; returns the delay until a timer it needs.
     fn pass(&mut self, store: &Store) -> Option<Duration>;
-    /// True when the agent's change feed holds events it has not seen yet.
-    fn has_pending(&self) -> bool;
+    /// The agent's change feed, which [`run_loop`] waits on between passes.
+    fn feed(&mut self) -> &mut Cache;
 }
 
-/// Runs the agent's pass whenever the store changes, when the delay it returned elapses, or every `resync`.
+/// Runs the agent's pass whenever its feed delivers a change, when the delay it returned elapses, or every
+/// `resync`.
+///
+/// Waiting on the agent's own feed rather than on every store commit matters under load: an operator's Events
+/// and custom-resource status writes would otherwise wake every agent for a pass with nothing to do.
 async fn run_loop<A: Agent>(store: Store, resync: Duration, mut agent: A) {
     let resync = resync.max(Duration::from_millis(1));
     loop {
@@ -148,10 +153,10 @@ async fn run_loop<A: Agent>(store: Store, resync: Duration, mut agent: A) {
             continue;
         }
         let wait = next.map_or(resync, |d| d.min(resync));
-        if wait.is_zero() || agent.has_pending() {
+        if wait.is_zero() || agent.feed().has_pending() {
             tokio::task::yield_now().await;
         } else {
-            store.changed(wait).await;
+            agent.feed().wait(wait).await;
         }
     }
 }
@@ -170,6 +175,8 @@ struct Cache {
     maps: Vec<BTreeMap<Key, Arc<StoredObject>>>,
     /// The snapshot, handed out by the first [`Cache::sync`].
     initial: Vec<(usize, Arc<StoredObject>)>,
+    /// A change [`Cache::wait`] took from the feed, applied first by the next [`Cache::sync`].
+    received: Option<(usize, Arc<StoreEvent>)>,
 }
 
 /// One change seen by [`Cache::sync`]: the resource's index, the key, the state before and after.
@@ -187,11 +194,25 @@ impl Cache {
             rx: feed.rx,
             maps: vec![BTreeMap::new(); gvrs.len()],
             initial: feed.snapshot,
+            received: None,
         }
     }
 
     fn has_pending(&self) -> bool {
-        !self.initial.is_empty() || !self.rx.is_empty()
+        !self.initial.is_empty() || self.received.is_some() || !self.rx.is_empty()
+    }
+
+    /// Waits until the feed holds a change [`Cache::sync`] has not applied, or `timeout` passes.
+    async fn wait(&mut self, timeout: Duration) {
+        if self.has_pending() {
+            return;
+        }
+        match tokio::time::timeout(timeout, self.rx.recv()).await {
+            Ok(Some(change)) => self.received = Some(change),
+            // The store is gone (its agents are aborted with it): wait out the timeout instead of spinning.
+            Ok(None) => tokio::time::sleep(timeout).await,
+            Err(_) => {}
+        }
     }
 
     /// Applies every event received so far, returning the changes in order.
@@ -207,7 +228,7 @@ impl Cache {
                 new: Some(obj),
             });
         }
-        while let Ok((kind, ev)) = self.rx.try_recv() {
+        while let Some((kind, ev)) = self.received.take().or_else(|| self.rx.try_recv().ok()) {
             let key = key_of(&ev.object);
             let (old, new) = if ev.kind == EventType::Deleted {
                 (self.maps[kind].remove(&key), None)
@@ -363,7 +384,63 @@ fn null_removed(old: &Value, new: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// Counts its passes; watches pods only.
+    struct CountingAgent {
+        cache: Cache,
+        passes: Arc<AtomicUsize>,
+    }
+
+    impl Agent for CountingAgent {
+        fn pass(&mut self, _store: &Store) -> Option<Duration> {
+            self.cache.sync();
+            self.passes.fetch_add(1, Ordering::SeqCst);
+            None
+        }
+
+        fn feed(&mut self) -> &mut Cache {
+            &mut self.cache
+        }
+    }
+
+    async fn settle() {
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    #[tokio::test]
+    async fn commits_outside_the_feed_do_not_wake_an_agent() {
+        let store = Store::new(crate::store::StoreConfig::default());
+        let passes = Arc::new(AtomicUsize::new(0));
+        let agent = CountingAgent {
+            cache: Cache::new(&store, &[Gvr::pods()]),
+            passes: passes.clone(),
+        };
+        let task = tokio::spawn(run_loop(store.clone(), Duration::from_secs(600), agent));
+        settle().await;
+        let after_start = passes.load(Ordering::SeqCst);
+        for i in 0..20 {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")}});
+            store.create(&Gvr::core("configmaps"), Some("default"), cm).unwrap();
+            settle().await;
+        }
+        assert_eq!(
+            passes.load(Ordering::SeqCst),
+            after_start,
+            "ConfigMap commits ran passes"
+        );
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                         "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        store.create(&Gvr::pods(), Some("default"), pod).unwrap();
+        settle().await;
+        assert!(passes.load(Ordering::SeqCst) > after_start, "a pod commit ran no pass");
+        task.abort();
+    }
 
     #[test]
     fn durations() {

@@ -70,8 +70,8 @@ impl Agent for Scheduler {
         Scheduler::pass(self, store)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 

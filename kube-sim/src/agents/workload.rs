@@ -165,8 +165,8 @@ impl<R: Reconciler> Agent for OwnerController<R> {
         OwnerController::pass(self, store)
     }
 
-    fn has_pending(&self) -> bool {
-        self.cache.has_pending()
+    fn feed(&mut self) -> &mut super::Cache {
+        &mut self.cache
     }
 }
 
