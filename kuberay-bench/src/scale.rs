@@ -191,10 +191,7 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
     if let Some(split) = &options.cpu_split {
         eprintln!("kuberay-bench scale: {}", split.describe());
     }
-    eprintln!(
-        "kuberay-bench scale: the simulator's runtime has {} worker threads",
-        options.sim_threads
-    );
+    eprintln!("kuberay-bench scale: {}", worker_threads(options.sim_threads));
     let bare = bare_client_phase(options, Ceiling::PodsOnly).await?;
     print_phase(&bare, &[]);
     let bare_same_objects = bare_client_phase(options, Ceiling::SameObjects).await?;
@@ -755,16 +752,21 @@ fn print_phase(phase: &PhaseResult, ceilings: &[&PhaseResult]) {
     );
 }
 
+/// `1 worker thread`, `2 worker threads`.
+fn worker_threads(n: usize) -> String {
+    match n {
+        1 => "1 worker thread".to_owned(),
+        n => format!("{n} worker threads"),
+    }
+}
+
 /// The Markdown table of a run.
 pub fn markdown(result: &ScaleResult) -> String {
     let cpus = match &result.cpu_split {
         Some(split) => format!("CPUs split: {split}."),
         None => "Every process shared every core.".to_owned(),
     };
-    let threads = match result.sim_threads {
-        1 => "The simulator's runtime had 1 worker thread.".to_owned(),
-        n => format!("The simulator's runtime had {n} worker threads."),
-    };
+    let threads = format!("The simulator's runtime had {}.", worker_threads(result.sim_threads));
     let mut out = format!(
         "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n{cpus} {threads} Rates are pods over the time \
          until every pod existed; the operator phases and the same-objects bare client are timed from the first \
