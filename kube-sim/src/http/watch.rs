@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::table::TableWriter;
-use super::{Body, HttpState, Query};
+use super::{Body, Counters, HttpState, Query};
 use crate::error::ApiError;
 use crate::kinds::ResourceInfo;
 use crate::select::LabelSelector;
@@ -21,8 +21,11 @@ use crate::store::{WatchEvent, WatchOptions, WatchReceiver};
 
 /// Watch timeout when the client sends none (upstream picks 30–60 min; kube always sends one).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
-/// Buffered lines between the watch task and the connection.
+/// Buffered writes between the watch task and the connection.
 const LINE_BUFFER: usize = 256;
+/// Most bytes of events that were ready at once which go out as one write: a burst of commits (an agent pass,
+/// a controller's creates) then costs the connection one write, not one per event.
+const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// A line of the watch response and when the watch task produced it (for the `watch-lag` fault).
 type Line = (Instant, Bytes);
 
@@ -41,10 +44,17 @@ struct Encoder {
 
 impl Encoder {
     fn event(&self, ev: &WatchEvent) -> Bytes {
-        if self.protobuf {
-            return self.protobuf_event(ev);
-        }
         let mut out = BytesMut::new();
+        self.put_event(ev, &mut out);
+        out.freeze()
+    }
+
+    /// Appends the wire form of `ev` (a JSON line or a protobuf frame) to `out`.
+    fn put_event(&self, ev: &WatchEvent, out: &mut BytesMut) {
+        if self.protobuf {
+            out.put_slice(&self.protobuf_event(ev));
+            return;
+        }
         out.put_slice(b"{\"type\":\"");
         out.put_slice(ev.type_name().as_bytes());
         out.put_slice(b"\",\"object\":");
@@ -62,7 +72,6 @@ impl Encoder {
             WatchEvent::Error(e) => out.put_slice(&serde_json::to_vec(&e.to_status()).unwrap_or_default()),
         }
         out.put_slice(b"}\n");
-        out.freeze()
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Vec<u8> {
@@ -177,7 +186,16 @@ pub(super) fn serve(
     tokio::spawn(async move {
         task_state.counters.open_watches.fetch_add(1, Ordering::Relaxed);
         match receiver {
-            Some(r) => pump(&task_state, r, tx, encoder, timeout, bookmarks.then_some(interval)).await,
+            Some(r) => {
+                // A lagging watch holds back events one by one, as the fault describes.
+                let batch_bytes = if lag.is_some() { 0 } else { MAX_BATCH_BYTES };
+                let pacing = Pacing {
+                    timeout,
+                    bookmark_every: bookmarks.then_some(interval),
+                    batch_bytes,
+                };
+                pump(&task_state, r, tx, encoder, pacing).await;
+            }
             None => {
                 let rv = task_state.store.current_rv();
                 task_state.counters.expired_watches.fetch_add(1, Ordering::Relaxed);
@@ -208,41 +226,82 @@ pub(super) fn serve(
     Ok(resp)
 }
 
+/// When a watch ends, sends bookmarks, and how many ready events it writes at once.
+struct Pacing {
+    timeout: Duration,
+    bookmark_every: Option<Duration>,
+    /// Events ready at once are sent in one write up to this many bytes (0: each event on its own).
+    batch_bytes: usize,
+}
+
+/// Encodes `first` and the events ready right after it, up to `limit` bytes (at least `first`; an error
+/// event ends the batch and the watch). Returns the write and whether the watch ends after it.
+fn take_ready(
+    counters: &Counters,
+    receiver: &mut WatchReceiver,
+    encoder: &Encoder,
+    first: WatchEvent,
+    limit: usize,
+) -> (Bytes, bool) {
+    let mut out = BytesMut::new();
+    let mut next = Some(first);
+    while let Some(ev) = next.take() {
+        counters.watch_events.fetch_add(1, Ordering::Relaxed);
+        let is_error = match &ev {
+            WatchEvent::Error(e) => {
+                if e.code == 410 {
+                    counters.expired_watches.fetch_add(1, Ordering::Relaxed);
+                }
+                true
+            }
+            _ => false,
+        };
+        encoder.put_event(&ev, &mut out);
+        if is_error {
+            return (out.freeze(), true);
+        }
+        if out.len() < limit {
+            next = receiver.try_next();
+        }
+    }
+    (out.freeze(), false)
+}
+
 async fn pump(
     state: &HttpState,
     mut receiver: WatchReceiver,
     tx: tokio::sync::mpsc::Sender<Line>,
     encoder: Encoder,
-    timeout: Duration,
-    bookmark_every: Option<Duration>,
+    pacing: Pacing,
 ) {
-    let deadline = Instant::now() + timeout;
-    let mut next_bookmark = bookmark_every.map(|d| Instant::now() + d);
+    let deadline = Instant::now() + pacing.timeout;
+    let no_bookmark = deadline + Duration::from_secs(3600);
+    // One timer each for the whole watch, reset when it fires, rather than two new ones per event.
+    let deadline_timer = tokio::time::sleep_until(deadline);
+    tokio::pin!(deadline_timer);
+    let bookmark_timer = tokio::time::sleep_until(pacing.bookmark_every.map_or(no_bookmark, |d| Instant::now() + d));
+    tokio::pin!(bookmark_timer);
     let mut sever = state.sever.subscribe();
     sever.borrow_and_update();
     loop {
-        let bookmark_at = next_bookmark.unwrap_or(deadline + Duration::from_secs(3600));
         tokio::select! {
             ev = receiver.next() => {
                 let Some(ev) = ev else { break };
-                if let WatchEvent::Error(e) = &ev
-                    && e.code == 410 {
-                        state.counters.expired_watches.fetch_add(1, Ordering::Relaxed);
-                    }
-                state.counters.watch_events.fetch_add(1, Ordering::Relaxed);
-                let is_error = matches!(ev, WatchEvent::Error(_));
-                if tx.send((Instant::now(), encoder.event(&ev))).await.is_err() || is_error {
+                let (write, ends) = take_ready(&state.counters, &mut receiver, &encoder, ev, pacing.batch_bytes);
+                if tx.send((Instant::now(), write)).await.is_err() || ends {
                     return;
                 }
             }
-            _ = tokio::time::sleep_until(bookmark_at) => {
+            _ = &mut bookmark_timer => {
                 if tx.send((Instant::now(), encoder.bookmark_line(receiver.bookmark_rv()))).await.is_err() {
                     return;
                 }
-                next_bookmark = bookmark_every.map(|d| Instant::now() + d);
+                bookmark_timer
+                    .as_mut()
+                    .reset(pacing.bookmark_every.map_or(no_bookmark, |d| Instant::now() + d));
             }
-            _ = tokio::time::sleep_until(deadline) => {
-                if bookmark_every.is_some() {
+            _ = &mut deadline_timer => {
+                if pacing.bookmark_every.is_some() {
                     let _ = tx.send((Instant::now(), encoder.bookmark_line(receiver.bookmark_rv()))).await;
                 }
                 return;
@@ -258,5 +317,108 @@ async fn pump(
             }
             _ = tx.closed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::kinds::Gvr;
+    use crate::store::{Store, StoreConfig};
+
+    fn json_encoder() -> Encoder {
+        Encoder {
+            kind: "ConfigMap".into(),
+            api_version: "v1".into(),
+            meta_only: false,
+            table: None,
+            protobuf: false,
+        }
+    }
+
+    fn create_configmap(store: &Store, name: &str) {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        store.create(&Gvr::core("configmaps"), Some("default"), cm).unwrap();
+    }
+
+    fn live_watch(store: &Store) -> WatchReceiver {
+        let opts = WatchOptions {
+            resource_version: Some(store.current_rv()),
+            ..WatchOptions::default()
+        };
+        store.watch(&Gvr::core("configmaps"), Some("default"), opts).unwrap()
+    }
+
+    /// The names in a write's JSON lines, in order.
+    fn names(write: &[u8]) -> Vec<String> {
+        write
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                let ev: serde_json::Value = serde_json::from_slice(line).unwrap();
+                assert_eq!(ev["type"], "ADDED");
+                ev["object"]["metadata"]["name"].as_str().unwrap().to_string()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn events_ready_at_once_go_out_in_one_write_in_order() {
+        let store = Store::new(StoreConfig::default());
+        let mut watch = live_watch(&store);
+        for name in ["a", "b", "c"] {
+            create_configmap(&store, name);
+        }
+        let counters = Counters::default();
+        let first = watch.next().await.unwrap();
+        let (write, ends) = take_ready(&counters, &mut watch, &json_encoder(), first, MAX_BATCH_BYTES);
+        assert_eq!(names(&write), ["a", "b", "c"]);
+        assert!(!ends);
+        assert_eq!(counters.watch_events.load(Ordering::Relaxed), 3);
+        // Nothing was left behind: the next commit is the next write's only event.
+        create_configmap(&store, "d");
+        let first = watch.next().await.unwrap();
+        let (write, _) = take_ready(&counters, &mut watch, &json_encoder(), first, MAX_BATCH_BYTES);
+        assert_eq!(names(&write), ["d"]);
+    }
+
+    #[tokio::test]
+    async fn without_a_batch_budget_each_event_is_its_own_write() {
+        let store = Store::new(StoreConfig::default());
+        let mut watch = live_watch(&store);
+        create_configmap(&store, "a");
+        create_configmap(&store, "b");
+        let counters = Counters::default();
+        for expected in ["a", "b"] {
+            let first = watch.next().await.unwrap();
+            let (write, _) = take_ready(&counters, &mut watch, &json_encoder(), first, 0);
+            assert_eq!(names(&write), [expected]);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_watch_that_fell_behind_ends_after_what_it_had_received() {
+        let store = Store::new(StoreConfig {
+            channel_capacity: 16,
+            ..StoreConfig::default()
+        });
+        let mut watch = live_watch(&store);
+        create_configmap(&store, "cm-0");
+        let counters = Counters::default();
+        let first = watch.next().await.unwrap();
+        // More commits than the store's broadcast buffer holds arrive while a write is being assembled: this
+        // watcher lags and is disconnected, after the events it had.
+        for i in 1..100 {
+            create_configmap(&store, &format!("cm-{i}"));
+        }
+        let (write, ends) = take_ready(&counters, &mut watch, &json_encoder(), first, MAX_BATCH_BYTES);
+        assert_eq!(names(&write), ["cm-0"]);
+        assert!(!ends);
+        assert!(
+            watch.next().await.is_none(),
+            "a lagging watch must end, not skip events silently"
+        );
     }
 }

@@ -190,32 +190,72 @@ impl WatchReceiver {
     /// behind and was disconnected; re-watch from the last RV seen).
     pub async fn next(&mut self) -> Option<WatchEvent> {
         let event = self.next_stored().await?;
-        Some(match (self.present, event) {
+        Some(self.presented(event))
+    }
+
+    /// The next event if one is ready now, without waiting: what a burst of commits left queued, so a server
+    /// can send it in one write. `None` when nothing is ready (or the watch has ended: [`Self::next`] then
+    /// says so).
+    pub fn try_next(&mut self) -> Option<WatchEvent> {
+        loop {
+            if let Some(ev) = self.pop_pending() {
+                return Some(self.presented(ev));
+            }
+            let rx = self.rx.as_mut()?;
+            match rx.try_recv() {
+                Ok(ev) => {
+                    if let Some(out) = self.accept(&ev) {
+                        return Some(self.presented(out));
+                    }
+                }
+                Err(broadcast::error::TryRecvError::Empty) => return None,
+                Err(_) => {
+                    // Lagged or closed: the watch ends, as `next_stored` ends it.
+                    self.rx = None;
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn presented(&self, event: WatchEvent) -> WatchEvent {
+        match (self.present, event) {
             (Some(present), WatchEvent::Added(o)) => WatchEvent::Added(present(&o)),
             (Some(present), WatchEvent::Modified(o)) => WatchEvent::Modified(present(&o)),
             (Some(present), WatchEvent::Deleted(o)) => WatchEvent::Deleted(present(&o)),
             (_, event) => event,
-        })
+        }
+    }
+
+    /// The next replayed or synthetic event; an error ends the live part of the watch.
+    fn pop_pending(&mut self) -> Option<WatchEvent> {
+        let ev = self.pending.pop_front()?;
+        if matches!(ev, WatchEvent::Error(_)) {
+            self.rx = None;
+        }
+        Some(ev)
+    }
+
+    /// What this watcher sees of a live store event it has not seen yet.
+    fn accept(&mut self, ev: &StoreEvent) -> Option<WatchEvent> {
+        if ev.rv <= self.seen_rv {
+            // Already covered by the snapshot or replay taken at subscription time.
+            return None;
+        }
+        self.seen_rv = self.seen_rv.max(ev.rv);
+        self.filter.translate(ev)
     }
 
     /// The next event, its objects as stored.
     async fn next_stored(&mut self) -> Option<WatchEvent> {
         loop {
-            if let Some(ev) = self.pending.pop_front() {
-                if matches!(ev, WatchEvent::Error(_)) {
-                    self.rx = None;
-                }
+            if let Some(ev) = self.pop_pending() {
                 return Some(ev);
             }
             let rx = self.rx.as_mut()?;
             match rx.recv().await {
                 Ok(ev) => {
-                    if ev.rv <= self.seen_rv {
-                        // Already covered by the snapshot or replay taken at subscription time.
-                        continue;
-                    }
-                    self.seen_rv = self.seen_rv.max(ev.rv);
-                    if let Some(out) = self.filter.translate(&ev) {
+                    if let Some(out) = self.accept(&ev) {
                         return Some(out);
                     }
                 }
