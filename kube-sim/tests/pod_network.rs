@@ -576,6 +576,9 @@ async fn pods_services_dns_and_endpoints_over_the_bridge() {
     assert_eq!(endpoints["subsets"][0]["notReadyAddresses"][0]["ip"], b.ip());
     assert_eq!(endpoints["subsets"][0]["addresses"].as_array().unwrap().len(), 1);
     wait_dns(gateway, "peers.default.svc.cluster.local.", &[&a.ip()]).await;
+    // The proxy, like the DNS, follows the store a moment behind, and the two Services' slices are separate
+    // commits: wait until the ready endpoint answers, then only it may.
+    wait_answer(Some(b.netns()), &url, "a").await;
     for _ in 0..4 {
         assert_eq!(
             curl(Some(b.netns()), &[], &url).await,
@@ -640,6 +643,19 @@ async fn pods_services_dns_and_endpoints_over_the_bridge() {
     );
     for f in [ca, resolv_file, kubeconfig] {
         let _ = std::fs::remove_file(f);
+    }
+}
+
+/// Polls `url` from `netns` until it answers `want` (bounded by the tests' wait).
+async fn wait_answer(netns: Option<&Path>, url: &str, want: &str) {
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    loop {
+        let got = curl(netns, &[], url).await;
+        if got == want {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{url}: {got:?}, want {want:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
