@@ -488,18 +488,23 @@ async fn ingress_serve_headless_and_auth_children_follow_the_cluster() {
     assert_eq!(token.len(), 44, "base64 of 32 random bytes");
 
     let events: Api<Event> = env.api();
-    let all_events = events.list(&ListParams::default()).await.unwrap().items;
-    let reasons: Vec<String> = all_events.iter().filter_map(|e| e.reason.clone()).collect();
-    // kube's recorder folds repeats of a reason into one event's series.
-    let occurrences = |reason: &str| -> i32 {
+    // kube's recorder folds repeats of a reason into one event's series; events are sent in the background and
+    // a series' later occurrences a moment after its first: wait for both services' occurrences.
+    let occurrences = |all_events: &[Event], reason: &str| -> i32 {
         all_events
             .iter()
             .filter(|e| e.reason.as_deref() == Some(reason))
             .map(|e| e.series.as_ref().map_or(1, |s| s.count))
             .sum()
     };
+    let all_events = wait_for("both CreatedService occurrences published", || async {
+        let all_events = events.list(&ListParams::default()).await.unwrap().items;
+        (occurrences(&all_events, "CreatedService") >= 2).then_some(all_events)
+    })
+    .await;
+    let reasons: Vec<String> = all_events.iter().filter_map(|e| e.reason.clone()).collect();
     assert_eq!(
-        occurrences("CreatedService"),
+        occurrences(&all_events, "CreatedService"),
         2,
         "head and headless services: {reasons:?}"
     );

@@ -12,8 +12,8 @@
 //! task and returns, as client-go's recorder (and so KubeRay's) does. A pass that creates a service and three
 //! pods would otherwise spend half its API round trips on events; with thousands of clusters reconciled one at
 //! a time that doubles the time to create them. The task folds the occurrences of a series that wait into one
-//! request ([`queue`]): the events of pods created together (a slow-start round of creates) cost one request,
-//! not one per pod. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
+//! request, and holds a series for a second after each request ([`queue`]): the events of a pass's pod
+//! creates (its slow-start rounds) cost two requests, not one per pod or per round. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
 //! it; beyond that new events are dropped with a log line, as client-go drops them.
 
 mod queue;
@@ -260,14 +260,24 @@ impl EventRecorder {
     }
 }
 
+/// Waits until `at` (forever without one).
+async fn linger_over(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Publisher {
     /// Publishes queued events until every recorder is gone, folding the waiting occurrences of a series into
-    /// one request and sending at most one request per series at a time.
+    /// one request and sending at most one request per series at a time, and none within a second of the
+    /// last.
     async fn drain(self, mut receiver: mpsc::Receiver<QueuedEvent>) {
         let mut waiting = queue::SeriesQueue::default();
         let mut sending = FuturesUnordered::new();
         let mut open = true;
         loop {
+            let next_release = waiting.release_lingering(std::time::Instant::now());
             while sending.len() < EVENT_SENDERS
                 && let Some((key, occurrences)) = waiting.next()
             {
@@ -291,7 +301,8 @@ impl Publisher {
                     Some((event, regarding)) => waiting.push(event, regarding),
                     None => open = false,
                 },
-                Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(&key),
+                Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(key, std::time::Instant::now()),
+                () = linger_over(next_release), if next_release.is_some() => {}
                 else => break,
             }
         }
