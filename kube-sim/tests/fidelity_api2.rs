@@ -555,6 +555,56 @@ async fn f34_background_gc() {
     assert!(shared.metadata.deletion_timestamp.is_none());
 }
 
+/// A dependent created after its owner was deleted (a controller's pass racing the deletion) is collected, as kube's
+/// garbage collector collects dependents of an absent owner; one with another live owner only loses the dangling
+/// reference.
+#[tokio::test]
+async fn f34_dependents_created_after_their_owner_is_gone_are_collected() {
+    let sim = sim().await;
+    let client = sim.client();
+    let rcs = rc_api(&client);
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let rc = rcs.create(&PostParams::default(), &raycluster("rc")).await.unwrap();
+    let rc_ref = owner_ref("ray.io/v1", "RayCluster", "rc", &rc.uid().unwrap(), true, true);
+    let other = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let other_ref = owner_ref("v1", "ConfigMap", "other", &other.uid().unwrap(), false, false);
+    rcs.delete("rc", &DeleteParams::background()).await.unwrap();
+    eventually(5, "the RayCluster to be gone", || async {
+        rcs.get_opt("rc").await.unwrap().is_none()
+    })
+    .await;
+
+    pods.create(&PostParams::default(), &owned_pod("late", vec![rc_ref.clone()]))
+        .await
+        .unwrap();
+    let mut shared_ref = rc_ref;
+    shared_ref["controller"] = json!(false);
+    pods.create(
+        &PostParams::default(),
+        &owned_pod("late-shared", vec![shared_ref, other_ref]),
+    )
+    .await
+    .unwrap();
+    eventually(5, "the late dependent to be collected", || async {
+        pods.get_opt("late").await.unwrap().is_none()
+    })
+    .await;
+    eventually(5, "the dangling reference to be removed", || async {
+        pods.get("late-shared").await.unwrap().owner_references().len() == 1
+    })
+    .await;
+    let shared = pods.get("late-shared").await.unwrap();
+    assert_eq!(shared.owner_references()[0].name, "other");
+    assert!(shared.metadata.deletion_timestamp.is_none());
+}
+
 // ---------------------------------------------------------------------------------------------- F35
 
 #[tokio::test]

@@ -1200,6 +1200,16 @@ impl Inner {
         }
         for u in new_owners.iter().filter(|u| !old_owners.contains(u)) {
             self.dependents.entry(u.clone()).or_default().insert(me.clone());
+            // A dependent that names an owner which is already gone (a controller's create racing its owner's
+            // deletion) is collected as kube's garbage collector collects it: the owner's absence is handled
+            // as if it had just been deleted.
+            let owner_present = self
+                .uids
+                .get(u)
+                .is_some_and(|owner| owner.namespace.is_empty() || owner.namespace == key.0);
+            if !owner_present {
+                let _ = self.gc_tx.send(GcTask::OwnerGone(u.clone()));
+            }
         }
         let uid = obj.uid().to_string();
         let Some(ks) = self.kinds.get_mut(&kind_key(&info.gvr)) else {
