@@ -21,10 +21,15 @@ use crate::store::{WatchEvent, WatchOptions, WatchReceiver};
 
 /// Watch timeout when the client sends none (upstream picks 30–60 min; kube always sends one).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
-/// Buffered writes between the watch task and the connection.
+/// Buffered writes between the watch task and the connection when each write is one event (the `watch-lag`
+/// fault).
 const LINE_BUFFER: usize = 256;
-/// Most bytes of events that were ready at once which go out as one write: a burst of commits (an agent pass,
-/// a controller's creates) then costs the connection one write, not one per event.
+/// Buffered writes between the watch task and the connection when writes batch the ready events: a stalled
+/// client then holds about a MiB of them (16 writes of up to [`MAX_BATCH_BYTES`]), not 256 full batches.
+const BATCHED_LINE_BUFFER: usize = 16;
+/// Bytes of ready events after which a write stops taking more (the event that crosses it is included): a
+/// burst of commits (an agent pass, a controller's creates) then costs the connection one write, not one per
+/// event.
 const MAX_BATCH_BYTES: usize = 64 * 1024;
 /// A line of the watch response and when the watch task produced it (for the `watch-lag` fault).
 type Line = (Instant, Bytes);
@@ -181,14 +186,18 @@ pub(super) fn serve(
         protobuf,
     };
     let lag = state.faults.lock().config().watch_lag_of(&info.gvr.resource);
-    let (tx, rx) = tokio::sync::mpsc::channel::<Line>(LINE_BUFFER);
+    // A lagging watch holds back events one by one, as the fault describes.
+    let (batch_bytes, buffer) = if lag.is_some() {
+        (0, LINE_BUFFER)
+    } else {
+        (MAX_BATCH_BYTES, BATCHED_LINE_BUFFER)
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Line>(buffer);
     let task_state = state.clone();
     tokio::spawn(async move {
         task_state.counters.open_watches.fetch_add(1, Ordering::Relaxed);
         match receiver {
             Some(r) => {
-                // A lagging watch holds back events one by one, as the fault describes.
-                let batch_bytes = if lag.is_some() { 0 } else { MAX_BATCH_BYTES };
                 let pacing = Pacing {
                     timeout,
                     bookmark_every: bookmarks.then_some(interval),
