@@ -488,7 +488,7 @@ async fn ingress_serve_headless_and_auth_children_follow_the_cluster() {
     assert_eq!(token.len(), 44, "base64 of 32 random bytes");
 
     let events: Api<Event> = env.api();
-    // kube's recorder folds repeats of a reason into one event's series; events are sent in the background and
+    // The operator's recorder folds repeats of a reason into one event's series; events are sent in the background and
     // a series' later occurrences a moment after its first: wait for both services' occurrences.
     let occurrences = |all_events: &[Event], reason: &str| -> i32 {
         all_events

@@ -13,7 +13,7 @@
 //! pods would otherwise spend half its API round trips on events; with thousands of clusters reconciled one at
 //! a time that doubles the time to create them. The task folds the occurrences of a series that wait into one
 //! request, and holds a series for a second after each request ([`queue`]): the events of a pass's pod
-//! creates (its slow-start rounds) cost two requests, not one per pod or per round. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
+//! creates (its slow-start rounds) usually cost two requests, not one per pod or per round. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
 //! it; beyond that new events are dropped with a log line, as client-go drops them.
 
 mod queue;
@@ -261,9 +261,9 @@ impl EventRecorder {
 }
 
 /// Waits until `at` (forever without one).
-async fn linger_over(at: Option<std::time::Instant>) {
+async fn linger_over(at: Option<tokio::time::Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }
@@ -277,7 +277,9 @@ impl Publisher {
         let mut sending = FuturesUnordered::new();
         let mut open = true;
         loop {
-            let next_release = waiting.release_lingering(std::time::Instant::now());
+            // Once every recorder is gone nothing more can fold into a lingering series: send what waits now.
+            let now = tokio::time::Instant::now();
+            let next_release = waiting.release_lingering(if open { now } else { now + queue::SERIES_LINGER });
             while sending.len() < EVENT_SENDERS
                 && let Some((key, occurrences)) = waiting.next()
             {
@@ -301,7 +303,7 @@ impl Publisher {
                     Some((event, regarding)) => waiting.push(event, regarding),
                     None => open = false,
                 },
-                Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(key, std::time::Instant::now()),
+                Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(key, tokio::time::Instant::now()),
                 () = linger_over(next_release), if next_release.is_some() => {}
                 else => break,
             }
@@ -435,6 +437,95 @@ mod tests {
 
     fn key(name: &str, reason: &str) -> SeriesKey {
         SeriesKey::of(&event(reason), &reference(name))
+    }
+
+    /// What the stand-in API server received: each request's method, when (tokio's clock) and its body.
+    type Received = Arc<Mutex<Vec<(http::Method, tokio::time::Instant, serde_json::Value)>>>;
+
+    /// A recorder whose client talks to a stand-in API server that records every request and answers each with
+    /// an Event.
+    fn recorder_with_stand_in_server() -> (EventRecorder, Received) {
+        use http_body_util::BodyExt;
+        let received = Received::default();
+        let log = Arc::clone(&received);
+        let server = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let log = Arc::clone(&log);
+            async move {
+                let method = request.method().clone();
+                let body = request.into_body().collect().await?.to_bytes();
+                let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                log.lock().unwrap().push((method, tokio::time::Instant::now(), body));
+                let event = serde_json::json!({
+                    "apiVersion": "events.k8s.io/v1",
+                    "kind": "Event",
+                    "metadata": {"name": "a.1", "namespace": "ns"},
+                    "eventTime": "2026-12-05T00:00:00.000000Z",
+                });
+                let response =
+                    http::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(event.to_string())));
+                Ok::<_, kube::Error>(response)
+            }
+        });
+        let client = kube::Client::new(server, "ns");
+        let reporter = Reporter {
+            controller: "test-controller".into(),
+            instance: None,
+        };
+        (EventRecorder::new(client, reporter), received)
+    }
+
+    /// Waits (on tokio's clock) until the stand-in server has received `count` requests.
+    async fn requests(
+        received: &Received,
+        count: usize,
+    ) -> Vec<(http::Method, tokio::time::Instant, serde_json::Value)> {
+        for _ in 0..1_000 {
+            if received.lock().unwrap().len() >= count {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        received.lock().unwrap().clone()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn occurrences_during_the_linger_go_as_one_bump_when_it_ends() {
+        let (recorder, received) = recorder_with_stand_in_server();
+        for pod in ["w-1", "w-2", "w-3"] {
+            assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", pod), reference("a")));
+        }
+        let sent = requests(&received, 2).await;
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        let (create, created_at, event) = &sent[0];
+        assert_eq!(*create, http::Method::POST);
+        assert_eq!(event["note"], "w-1");
+        assert!(event.get("series").is_none_or(serde_json::Value::is_null), "{event}");
+        let (bump, bumped_at, patch) = &sent[1];
+        assert_eq!(*bump, http::Method::PATCH);
+        assert_eq!(patch["series"]["count"], 3, "{patch}");
+        assert!(
+            *bumped_at >= *created_at + queue::SERIES_LINGER,
+            "the bump waited out the linger"
+        );
+        // Nothing else was sent.
+        tokio::time::sleep(3 * queue::SERIES_LINGER).await;
+        assert_eq!(received.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn when_the_last_recorder_goes_what_waits_is_sent_without_lingering() {
+        let (recorder, received) = recorder_with_stand_in_server();
+        assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", "w-1"), reference("a")));
+        let created_at = requests(&received, 1).await[0].1;
+        assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", "w-2"), reference("a")));
+        drop(recorder);
+        let sent = requests(&received, 2).await;
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[1].2["series"]["count"], 2);
+        assert!(
+            sent[1].1 < created_at + queue::SERIES_LINGER,
+            "sent at once, not after the linger"
+        );
     }
 
     #[test]

@@ -2,14 +2,16 @@
 //!
 //! Occurrences of a series that is already waiting are counted into it instead of queued again, and a series
 //! whose last occurrences were sent waits until that request is done and [`SERIES_LINGER`] has passed after
-//! it. A burst of `CreatedWorkerPod` events for one cluster then costs two requests (the Event, then one bump
-//! of its series for the rest), not one per pod or per round of creates, and the queue's length is bounded by
+//! it. A burst of `CreatedWorkerPod` events for one cluster then usually costs two requests (the Event, then
+//! one bump of its series for the rest), not one per pod or per round of creates, and the queue's length is bounded by
 //! distinct series rather than by occurrences: under load the recorder sends fewer requests, each counting
 //! more occurrences, and drops events only when 1,000 distinct series wait.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::Event;
