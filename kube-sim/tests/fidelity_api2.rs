@@ -487,16 +487,14 @@ async fn f33_delete_preconditions() {
 
 // ---------------------------------------------------------------------------------------------- F34
 
-#[tokio::test]
-async fn f34_background_gc() {
-    let sim = sim().await;
-    let client = sim.client();
-    let rcs = rc_api(&client);
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    let svcs: Api<Service> = Api::default_namespaced(client.clone());
+/// Creates the RayCluster `rc` and the ConfigMap `other`; returns owner references to them (the RayCluster's
+/// as controller).
+async fn two_owners(client: &Client) -> (Value, Value) {
+    let rc = rc_api(client)
+        .create(&PostParams::default(), &raycluster("rc"))
+        .await
+        .unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let rc = rcs.create(&PostParams::default(), &raycluster("rc")).await.unwrap();
-    let rc_ref = owner_ref("ray.io/v1", "RayCluster", "rc", &rc.uid().unwrap(), true, true);
     let other = cms
         .create(
             &PostParams::default(),
@@ -504,7 +502,20 @@ async fn f34_background_gc() {
         )
         .await
         .unwrap();
-    let other_ref = owner_ref("v1", "ConfigMap", "other", &other.uid().unwrap(), false, false);
+    (
+        owner_ref("ray.io/v1", "RayCluster", "rc", &rc.uid().unwrap(), true, true),
+        owner_ref("v1", "ConfigMap", "other", &other.uid().unwrap(), false, false),
+    )
+}
+
+#[tokio::test]
+async fn f34_background_gc() {
+    let sim = sim().await;
+    let client = sim.client();
+    let rcs = rc_api(&client);
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let svcs: Api<Service> = Api::default_namespaced(client.clone());
+    let (rc_ref, other_ref) = two_owners(&client).await;
     for i in 0..3 {
         pods.create(
             &PostParams::default(),
@@ -564,17 +575,7 @@ async fn f34_dependents_created_after_their_owner_is_gone_are_collected() {
     let client = sim.client();
     let rcs = rc_api(&client);
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
-    let rc = rcs.create(&PostParams::default(), &raycluster("rc")).await.unwrap();
-    let rc_ref = owner_ref("ray.io/v1", "RayCluster", "rc", &rc.uid().unwrap(), true, true);
-    let other = cms
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    let other_ref = owner_ref("v1", "ConfigMap", "other", &other.uid().unwrap(), false, false);
+    let (rc_ref, other_ref) = two_owners(&client).await;
     rcs.delete("rc", &DeleteParams::background()).await.unwrap();
     eventually(5, "the RayCluster to be gone", || async {
         rcs.get_opt("rc").await.unwrap().is_none()
