@@ -70,7 +70,15 @@ pub struct Flags {
     /// `--release-startup-code`: unmap the executable's startup-only code pages once the operator settled
     /// (`crate::code_pages`); not a KubeRay flag.
     pub release_startup_code: bool,
+    /// `--max-requests-in-flight`: most API requests the operator has in flight at once (0: no limit);
+    /// not a KubeRay flag.
+    pub max_requests_in_flight: i64,
 }
+
+/// Default of `--max-requests-in-flight`. Each request in flight beyond the connections already open opens
+/// one more, which the client keeps with its buffers; 32 is twice what keeps a one-core API server busy
+/// (docs/benchmarks.md, "Operator scale") and one reconcile's window of pod creates.
+pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: i64 = 32;
 
 /// Default of `--runtime-worker-threads`: one thread. The operator waits on the API server far more than it
 /// computes, and every worker thread adds a stack and a glibc malloc arena to its resident memory
@@ -109,6 +117,7 @@ impl Default for Flags {
                 .unwrap_or(i64::MAX),
             runtime_worker_threads: DEFAULT_RUNTIME_WORKER_THREADS,
             release_startup_code: true,
+            max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
         }
     }
 }
@@ -280,6 +289,12 @@ const FLAGS: &[(&str, Kind, &str)] = &[
         "Async runtime worker threads (0: run everything on the main thread); not a KubeRay flag.",
     ),
     (
+        "max-requests-in-flight",
+        Kind::Int,
+        "Most API server requests in flight at once, each holding a connection (0: no limit); not a KubeRay \
+         flag.",
+    ),
+    (
         "release-startup-code",
         Kind::Bool,
         "Unmap the code only startup ran, 3 s after the operator is ready (default true); not a KubeRay flag.",
@@ -391,6 +406,12 @@ fn set(flags: &mut Flags, name: &str, kind: Kind, value: &str) -> Result<(), Fla
                     }
                     flags.runtime_worker_threads = v;
                 }
+                "max-requests-in-flight" => {
+                    if v < 0 {
+                        return Err(invalid("must not be negative"));
+                    }
+                    flags.max_requests_in_flight = v;
+                }
                 "webhook-port" => {
                     if !(1..=i64::from(u16::MAX)).contains(&v) {
                         return Err(invalid("port out of range"));
@@ -478,6 +499,17 @@ mod tests {
         assert!(run(&[]).release_startup_code);
         assert!(!run(&["--release-startup-code=false"]).release_startup_code);
         assert!(run(&["-release-startup-code"]).release_startup_code);
+    }
+
+    #[test]
+    fn max_requests_in_flight_defaults_to_32_and_is_not_negative() {
+        assert_eq!(run(&[]).max_requests_in_flight, 32);
+        assert_eq!(run(&["--max-requests-in-flight=0"]).max_requests_in_flight, 0);
+        assert_eq!(run(&["-max-requests-in-flight", "64"]).max_requests_in_flight, 64);
+        assert_eq!(
+            parse(["--max-requests-in-flight=-1"]).unwrap_err().to_string(),
+            "invalid value \"-1\" for flag -max-requests-in-flight: must not be negative"
+        );
     }
 
     #[test]

@@ -1,16 +1,23 @@
-//! Client-side request rate limiting for `--qps` / `--burst` (client-go's token bucket): a tower
-//! layer under kube's client. kube drives its service through a `Buffer` worker that calls
-//! `poll_ready` before each request, so waiting for a token in `poll_ready` delays requests in order.
+//! Client-side request limits: the rate of `--qps` / `--burst` (client-go's token bucket), a tower
+//! layer under kube's client, and the number of requests in flight of `--max-requests-in-flight`. kube
+//! drives its service through a `Buffer` worker that calls `poll_ready` before each request, so waiting
+//! for a token in `poll_ready` delays requests in order.
 //!
 //! The limited client sends through an unlimited one ([`ThroughClient`]), so that both share one
 //! connection pool: KubeRay limits its API client but not the HTTP client it reaches dashboards with
 //! through the API server's proxy.
+//!
+//! The in-flight limit bounds the pool: hyper opens one more connection for each request sent while
+//! every open one is busy, and keeps each (with its TLS and HTTP buffers, tens of KiB) for 90 s. Sixteen
+//! concurrent reconciles creating pods opened about 115 of them (docs/benchmarks.md).
 
 use futures::future::BoxFuture;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
 use tower::{Layer, Service};
 
@@ -19,12 +26,18 @@ use tower::{Layer, Service};
 #[derive(Clone)]
 pub struct ThroughClient {
     client: kube::Client,
+    in_flight: Option<Arc<Semaphore>>,
 }
 
 impl ThroughClient {
-    /// Sends through `client`.
-    pub fn new(client: kube::Client) -> Self {
-        Self { client }
+    /// Sends through `client`, at most `max_in_flight` requests at a time (0: no limit). A request holds
+    /// its place until its response's headers arrive, so a watch holds one only while it is being opened.
+    /// Waiting requests go in the order they came (tokio's semaphore is fair).
+    pub fn with_max_in_flight(client: kube::Client, max_in_flight: usize) -> Self {
+        Self {
+            client,
+            in_flight: (max_in_flight > 0).then(|| Arc::new(Semaphore::new(max_in_flight))),
+        }
     }
 }
 
@@ -40,7 +53,16 @@ impl Service<http::Request<kube::client::Body>> for ThroughClient {
 
     fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
         let client = self.client.clone();
-        Box::pin(async move { client.send(request).await })
+        let in_flight = self.in_flight.clone();
+        Box::pin(async move {
+            // The semaphore is never closed, so acquiring cannot fail; were it to, the request goes unlimited
+            // rather than failing.
+            let _place = match in_flight {
+                Some(in_flight) => in_flight.acquire_owned().await.ok(),
+                None => None,
+            };
+            client.send(request).await
+        })
     }
 }
 
@@ -159,7 +181,10 @@ mod tests {
         });
         let unlimited = kube::Client::new(server, "default");
         let limit = RateLimitLayer::new(20.0, 2).unwrap();
-        let limited = kube::Client::new(limit.layer(ThroughClient::new(unlimited.clone())), "default");
+        let limited = kube::Client::new(
+            limit.layer(ThroughClient::with_max_in_flight(unlimited.clone(), 0)),
+            "default",
+        );
         let get = || {
             http::Request::get("/version")
                 .body(kube::client::Body::empty())
@@ -183,5 +208,44 @@ mod tests {
         );
         assert_eq!(free, Duration::ZERO);
         assert_eq!(counted.load(std::sync::atomic::Ordering::SeqCst), 8);
+    }
+
+    /// With `--max-requests-in-flight 2`, six concurrent requests reach the server two at a time, and all
+    /// six are served.
+    #[tokio::test(start_paused = true)]
+    async fn requests_in_flight_are_limited() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let in_flight = std::sync::Arc::new(AtomicUsize::new(0));
+        let most = std::sync::Arc::new(AtomicUsize::new(0));
+        let served = std::sync::Arc::new(AtomicUsize::new(0));
+        let (now, peak, count) = (in_flight.clone(), most.clone(), served.clone());
+        let server = tower::service_fn(move |_request: http::Request<kube::client::Body>| {
+            let (now, peak, count) = (now.clone(), peak.clone(), count.clone());
+            async move {
+                let current = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(current, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                count.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Infallible>(http::Response::new(kube::client::Body::from(b"{}".to_vec())))
+            }
+        });
+        let unlimited = kube::Client::new(server, "default");
+        let limited = kube::Client::new(ThroughClient::with_max_in_flight(unlimited, 2), "default");
+        let requests = (0..6).map(|_| {
+            let client = limited.clone();
+            async move {
+                let request = http::Request::get("/version")
+                    .body(kube::client::Body::empty())
+                    .unwrap();
+                client.send(request).await.unwrap();
+            }
+        });
+        let start = Instant::now();
+        futures::future::join_all(requests).await;
+        assert_eq!(served.load(Ordering::SeqCst), 6);
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        // Three rounds of two.
+        assert_eq!(start.elapsed(), Duration::from_millis(30));
     }
 }

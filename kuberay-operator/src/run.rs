@@ -183,7 +183,7 @@ fn reconcile_settings(
 
 /// The operator's API clients over one connection pool.
 struct Clients {
-    /// Every request to the API server, limited by `--qps` / `--burst`.
+    /// Every request to the API server, limited by `--qps` / `--burst` and `--max-requests-in-flight`.
     limited: kube::Client,
     /// Dashboard requests through the API server's service proxy (`--use-kubernetes-proxy`): KubeRay sends
     /// them over the manager's HTTP client, outside its REST client's rate limit.
@@ -195,12 +195,13 @@ async fn build_clients(flags: &Flags) -> anyhow::Result<Clients> {
         .await
         .context("no kubeconfig or in-cluster configuration")?;
     let unlimited = kube::client::ClientBuilder::try_from(config)?.build();
-    let limited = match RateLimitLayer::new(flags.qps, flags.burst) {
-        Some(limit) => kube::Client::new(
-            tower::Layer::layer(&limit, crate::ratelimit::ThroughClient::new(unlimited.clone())),
-            unlimited.default_namespace().to_owned(),
-        ),
-        None => unlimited.clone(),
+    let max_in_flight = usize::try_from(flags.max_requests_in_flight).context("--max-requests-in-flight")?;
+    let through = crate::ratelimit::ThroughClient::with_max_in_flight(unlimited.clone(), max_in_flight);
+    let namespace = unlimited.default_namespace().to_owned();
+    let limited = match (RateLimitLayer::new(flags.qps, flags.burst), max_in_flight) {
+        (Some(limit), _) => kube::Client::new(tower::Layer::layer(&limit, through), namespace),
+        (None, 0) => unlimited.clone(),
+        (None, _) => kube::Client::new(through, namespace),
     };
     Ok(Clients {
         limited,

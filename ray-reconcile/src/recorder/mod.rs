@@ -40,8 +40,11 @@ pub const EVENT_CACHE_ENTRIES: usize = 4_096;
 /// sent besides.
 pub const EVENT_QUEUE_LENGTH: usize = 1_000;
 
-/// How many requests for queued events are in flight at once.
-const EVENT_SENDERS: usize = 4;
+/// How many requests for queued events are in flight at once. Each new series is a request of its own, so
+/// this bounds how fast new series can go: sixteen RayClusters reconciled at once start about 400 series a
+/// second against an API server that then takes tens of milliseconds a request, more than four senders sent,
+/// and the queue filled and dropped events.
+const EVENT_SENDERS: usize = 16;
 
 /// How long after its last occurrence an event is still folded into its series (kube-runtime's and the
 /// events API's six minutes).
@@ -445,12 +448,18 @@ mod tests {
     /// A recorder whose client talks to a stand-in API server that records every request and answers each with
     /// an Event.
     fn recorder_with_stand_in_server() -> (EventRecorder, Received) {
+        recorder_with_stand_in_server_taking(std::time::Duration::ZERO)
+    }
+
+    /// [`recorder_with_stand_in_server`] whose server takes `delay` to answer each request.
+    fn recorder_with_stand_in_server_taking(delay: std::time::Duration) -> (EventRecorder, Received) {
         use http_body_util::BodyExt;
         let received = Received::default();
         let log = Arc::clone(&received);
         let server = tower::service_fn(move |request: http::Request<kube::client::Body>| {
             let log = Arc::clone(&log);
             async move {
+                tokio::time::sleep(delay).await;
                 let method = request.method().clone();
                 let body = request.into_body().collect().await?.to_bytes();
                 let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
@@ -510,6 +519,26 @@ mod tests {
         // Nothing else was sent.
         tokio::time::sleep(3 * queue::SERIES_LINGER).await;
         assert_eq!(received.lock().unwrap().len(), 2);
+    }
+
+    /// Sixteen concurrent reconciles start about 400 series a second, against an API server then busy enough to
+    /// take tens of milliseconds a request. A thousand new series a second against 10 ms a request is the same
+    /// load: none may be dropped (with four senders the queue filled within three seconds).
+    #[tokio::test(start_paused = true)]
+    async fn a_thousand_new_series_a_second_against_a_slow_server_are_all_sent() {
+        let (recorder, received) = recorder_with_stand_in_server_taking(std::time::Duration::from_millis(10));
+        const EVENTS: usize = 4_000;
+        for cluster in 0..EVENTS {
+            let name = format!("c-{cluster}");
+            assert!(
+                recorder.enqueue(event_with_note("CreatedService", &name), reference(&name)),
+                "event {cluster} was dropped"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let sent = requests(&received, EVENTS).await;
+        assert_eq!(sent.len(), EVENTS);
+        assert!(sent.iter().all(|(method, _, _)| *method == http::Method::POST));
     }
 
     #[tokio::test(start_paused = true)]
