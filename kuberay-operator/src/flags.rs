@@ -76,8 +76,9 @@ pub struct Flags {
 }
 
 /// Default of `--max-requests-in-flight`. Each request in flight beyond the connections already open opens
-/// one more, which the client keeps with its buffers; 32 is twice what keeps a one-core API server busy
-/// (docs/benchmarks.md, "Operator scale") and one reconcile's window of pod creates.
+/// one more, which the client keeps with its buffers. 32 is one reconcile's window of pod creates, and twice
+/// the 16 concurrent creators that keep kuberay-bench's simulated API server busy (docs/benchmarks.md,
+/// "Operator scale").
 pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: i64 = 32;
 
 /// Default of `--runtime-worker-threads`: one thread. The operator waits on the API server far more than it
