@@ -273,8 +273,8 @@ async fn linger_over(at: Option<tokio::time::Instant>) {
 
 impl Publisher {
     /// Publishes queued events until every recorder is gone, folding the waiting occurrences of a series into
-    /// one request and sending at most one request per series at a time, and none within a second of the
-    /// last.
+    /// one request and sending at most one request per series at a time, none before a quarter of a second
+    /// after its first waiting occurrence and none within a second of the last.
     async fn drain(self, mut receiver: mpsc::Receiver<QueuedEvent>) {
         let mut waiting = queue::SeriesQueue::default();
         let mut sending = FuturesUnordered::new();
@@ -303,7 +303,7 @@ impl Publisher {
             let room = waiting.len() < EVENT_QUEUE_LENGTH;
             tokio::select! {
                 received = receiver.recv(), if open && room => match received {
-                    Some((event, regarding)) => waiting.push(event, regarding),
+                    Some((event, regarding)) => waiting.push(event, regarding, tokio::time::Instant::now()),
                     None => open = false,
                 },
                 Some(key) = sending.next(), if !sending.is_empty() => waiting.sent(key, tokio::time::Instant::now()),
@@ -498,20 +498,30 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn occurrences_during_the_linger_go_as_one_bump_when_it_ends() {
+    async fn a_pass_s_occurrences_go_as_one_new_event_and_later_ones_as_one_bump_after_the_linger() {
         let (recorder, received) = recorder_with_stand_in_server();
+        let enqueued_at = tokio::time::Instant::now();
         for pod in ["w-1", "w-2", "w-3"] {
+            assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", pod), reference("a")));
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        }
+        let sent = requests(&received, 1).await;
+        let (create, created_at, event) = &sent[0];
+        assert_eq!(*create, http::Method::POST);
+        assert_eq!(event["note"], "w-1");
+        assert_eq!(event["series"]["count"], 3, "{event}");
+        assert!(
+            *created_at >= enqueued_at + queue::SERIES_GATHER,
+            "the first occurrence waited for the rest"
+        );
+        for pod in ["w-4", "w-5"] {
             assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", pod), reference("a")));
         }
         let sent = requests(&received, 2).await;
         assert_eq!(sent.len(), 2, "{sent:?}");
-        let (create, created_at, event) = &sent[0];
-        assert_eq!(*create, http::Method::POST);
-        assert_eq!(event["note"], "w-1");
-        assert!(event.get("series").is_none_or(serde_json::Value::is_null), "{event}");
         let (bump, bumped_at, patch) = &sent[1];
         assert_eq!(*bump, http::Method::PATCH);
-        assert_eq!(patch["series"]["count"], 3, "{patch}");
+        assert_eq!(patch["series"]["count"], 5, "{patch}");
         assert!(
             *bumped_at >= *created_at + queue::SERIES_LINGER,
             "the bump waited out the linger"
