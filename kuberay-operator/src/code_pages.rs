@@ -55,21 +55,40 @@ pub struct Released {
     pub resident_bytes: u64,
 }
 
-/// Waits [`STARTUP_CODE_RELEASE_DELAY`], then releases the startup code, logging the outcome.
+/// Waits [`STARTUP_CODE_RELEASE_DELAY`], then releases the startup code, logging what it gives back first: code
+/// that runs after the release maps its pages back, and formatting a log line is not otherwise steady-state
+/// work.
 pub async fn release_after_startup() {
     tokio::time::sleep(STARTUP_CODE_RELEASE_DELAY).await;
-    match release_startup_code() {
-        Ok(released) => info!(
-            mappings = released.mappings,
-            resident_kib = released.resident_bytes / 1024,
-            "released the startup code pages of the executable"
-        ),
-        Err(e) => warn!(error = %e, "cannot release the startup code pages; resident memory stays higher"),
+    let releasable = match startup_code() {
+        Ok(releasable) => releasable,
+        Err(e) => {
+            warn!(error = %e, "cannot release the startup code pages; resident memory stays higher");
+            return;
+        }
+    };
+    info!(
+        mappings = releasable.len(),
+        resident_kib = resident_bytes(&releasable) / 1024,
+        "releasing the startup code pages of the executable"
+    );
+    if let Err(e) = release(&releasable) {
+        warn!(error = %e, "cannot release the startup code pages; resident memory stays higher");
     }
 }
 
 /// Unmaps the pages of the executable's unmodified read-only mappings (see the module documentation).
 pub fn release_startup_code() -> Result<Released, CodePagesError> {
+    let releasable = startup_code()?;
+    release(&releasable)?;
+    Ok(Released {
+        mappings: releasable.len(),
+        resident_bytes: resident_bytes(&releasable),
+    })
+}
+
+/// The executable's mappings that may be released now.
+fn startup_code() -> Result<Vec<Mapping>, CodePagesError> {
     let exe = std::fs::read_link("/proc/self/exe").map_err(|source| CodePagesError::Proc {
         path: "/proc/self/exe",
         source,
@@ -80,13 +99,17 @@ pub fn release_startup_code() -> Result<Released, CodePagesError> {
     })?;
     // Any address of this program's own code marks its loaded image.
     let anchor = release_startup_code as fn() -> Result<Released, CodePagesError> as usize;
-    let mut released = Released::default();
-    for mapping in releasable_mappings(&smaps, &exe.to_string_lossy(), anchor) {
-        dont_need(&mapping.range)?;
-        released.mappings += 1;
-        released.resident_bytes += mapping.resident_bytes;
-    }
-    Ok(released)
+    Ok(releasable_mappings(&smaps, &exe.to_string_lossy(), anchor))
+}
+
+/// Resident bytes of `mappings` when smaps was read.
+fn resident_bytes(mappings: &[Mapping]) -> u64 {
+    mappings.iter().map(|m| m.resident_bytes).sum()
+}
+
+/// Unmaps every page of `mappings`.
+fn release(mappings: &[Mapping]) -> Result<(), CodePagesError> {
+    mappings.iter().try_for_each(|mapping| dont_need(&mapping.range))
 }
 
 /// One mapping of `/proc/self/smaps` that may be released.
