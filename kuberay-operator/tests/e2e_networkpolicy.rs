@@ -105,13 +105,11 @@ async fn deny_all_sample_policies_converge_and_are_garbage_collected() {
         json!({"matchLabels": {"ray.io/cluster": CLUSTER, "ray.io/node-type": "worker", "ray.io/group": "workergroup"}})
     );
     assert_eq!(workers["spec"]["egress"][1], dns_egress());
-    assert_eq!(
-        event_note(&client, "CreatedNetworkPolicy", CLUSTER)
-            .await
-            .as_deref()
-            .map(|n| n.starts_with("Created NetworkPolicy default/")),
-        Some(true)
-    );
+    let created = wait_for("the CreatedNetworkPolicy event", || async {
+        event_note(&client, "CreatedNetworkPolicy", CLUSTER).await
+    })
+    .await;
+    assert!(created.starts_with("Created NetworkPolicy default/"), "{created}");
 
     // A hand edit of an owned policy is reverted.
     policies
@@ -127,10 +125,11 @@ async fn deny_all_sample_policies_converge_and_are_garbage_collected() {
         (now["spec"] == head_spec).then_some(())
     })
     .await;
-    assert_eq!(
-        event_note(&client, "UpdatedNetworkPolicy", CLUSTER).await,
-        Some(format!("Updated NetworkPolicy default/{head_name}"))
-    );
+    let updated = wait_for("the UpdatedNetworkPolicy event", || async {
+        event_note(&client, "UpdatedNetworkPolicy", CLUSTER).await
+    })
+    .await;
+    assert_eq!(updated, format!("Updated NetworkPolicy default/{head_name}"));
 
     // A new worker group gets a policy; removing it deletes that policy.
     let mut groups = serde_json::to_value(&cluster.spec.worker_group_specs).unwrap();
@@ -166,10 +165,11 @@ async fn deny_all_sample_policies_converge_and_are_garbage_collected() {
         (!policy_names(&policies, CLUSTER).await.contains(&extra_name)).then_some(())
     })
     .await;
-    assert_eq!(
-        event_note(&client, "DeletedNetworkPolicy", CLUSTER).await,
-        Some(format!("Deleted NetworkPolicy default/{extra_name}"))
-    );
+    let deleted = wait_for("the DeletedNetworkPolicy event", || async {
+        event_note(&client, "DeletedNetworkPolicy", CLUSTER).await
+    })
+    .await;
+    assert_eq!(deleted, format!("Deleted NetworkPolicy default/{extra_name}"));
 
     // A policy of someone else's holding the head policy's name: reported, never touched.
     let foreign: NetworkPolicy = serde_json::from_value(json!({

@@ -399,14 +399,18 @@ async fn deleted_worker_and_failed_head_are_replaced() {
     wait_for("the failed head is gone", || common::gone(&pod_api, &head)).await;
     env.wait_ready(name).await;
     let events: Api<Event> = env.api();
-    let deleted_head = events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .any(|e| e.reason.as_deref() == Some("DeletedHeadPod"));
-    assert!(deleted_head, "a DeletedHeadPod event");
+    // Events are published in the background, a moment after what they report.
+    wait_for("a DeletedHeadPod event", || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .any(|e| e.reason.as_deref() == Some("DeletedHeadPod"))
+            .then_some(())
+    })
+    .await;
     env.finish();
 }
 

@@ -340,25 +340,34 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
         watch.observations, watch.clusters
     );
 
-    // KubeRay's events about the RayService.
+    // KubeRay's events about the RayService (published in the background, a moment after what they report).
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NS);
-    let reasons: Vec<String> = events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("RayService"))
-        .filter_map(|e| e.reason)
-        .collect();
-    for reason in [
+    let expected = [
         "CreatedRayCluster",
         "UpdatedServeApplications",
         "UpdatedHeadPodServeLabel",
         "CreatedService",
         "UpdatedService",
         "DeletedRayCluster",
-    ] {
+    ];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let reasons = loop {
+        let reasons: Vec<String> = events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("RayService"))
+            .filter_map(|e| e.reason)
+            .collect();
+        let all_there = expected.iter().all(|reason| reasons.iter().any(|r| r == reason));
+        if all_there || tokio::time::Instant::now() >= deadline {
+            break reasons;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for reason in expected {
         assert!(reasons.iter().any(|r| r == reason), "no {reason} event in {reasons:?}");
     }
 

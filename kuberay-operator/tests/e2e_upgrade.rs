@@ -93,6 +93,21 @@ impl Env {
             .collect()
     }
 
+    /// Waits until there is an event with `reason` (events are published in the background, a moment after
+    /// what they report), and returns every one.
+    async fn wait_events(&self, reason: &str) -> Vec<Event> {
+        common::wait_for(
+            &format!("{reason} events"),
+            WAIT,
+            Duration::from_millis(100),
+            || async {
+                let found = self.events(reason).await;
+                (!found.is_empty()).then_some(found)
+            },
+        )
+        .await
+    }
+
     /// Waits for the first event with `reason`.
     async fn wait_event(&self, reason: &str) -> Event {
         common::wait_for(&format!("{reason} event"), WAIT, Duration::from_millis(100), || async {
@@ -191,8 +206,7 @@ async fn recreate_replaces_every_pod_on_a_template_edit_and_none_on_a_replicas_e
         .then_some(pods)
     })
     .await;
-    let deleted = env.events("DeletedPod").await;
-    assert!(!deleted.is_empty());
+    let deleted = env.wait_events("DeletedPod").await;
     for e in &deleted {
         assert_eq!(
             e.note.as_deref(),
@@ -364,10 +378,10 @@ async fn rolling_update_replaces_twenty_workers_never_more_than_two_missing() {
         ),
         (20, 20, 20)
     );
-    assert!(!env.events("RollingUpdate").await.is_empty());
-    assert!(!env.events("RollingUpdateComplete").await.is_empty());
+    env.wait_events("RollingUpdate").await;
+    env.wait_events("RollingUpdateComplete").await;
     // Repeats of a reason are folded into one Event with a count.
-    let deleted = env.events("DeletedWorkerPod").await;
+    let deleted = env.wait_events("DeletedWorkerPod").await;
     assert!(
         deleted
             .iter()

@@ -12,9 +12,11 @@
 //! task and returns, as client-go's recorder (and so KubeRay's) does. A pass that creates a service and three
 //! pods would otherwise spend half its API round trips on events; with thousands of clusters reconciled one at
 //! a time that doubles the time to create them. The task folds the occurrences of a series that wait into one
-//! request, and holds a series for a second after each request ([`queue`]): the events of a pass's pod
-//! creates (its slow-start rounds) usually cost two requests, not one per pod or per round. At most [`EVENT_QUEUE_LENGTH`] series wait in the task and as many events in the channel to
-//! it; beyond that new events are dropped with a log line, as client-go drops them.
+//! request, holds a new series a quarter of a second for the occurrences right behind its first, and holds a
+//! series for a second after each request ([`queue`]): the events of a pass's pod creates (its slow-start
+//! rounds) usually cost one request, not one per pod or per round. At most [`EVENT_QUEUE_LENGTH`] series
+//! wait in the task and as many events in the channel to it; beyond that new events are dropped with a log
+//! line, as client-go drops them.
 
 mod queue;
 
@@ -564,6 +566,22 @@ mod tests {
         assert!(
             sent[1].1 < created_at + queue::SERIES_LINGER,
             "sent at once, not after the linger"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn when_the_last_recorder_goes_a_gathering_series_is_sent_at_once() {
+        let (recorder, received) = recorder_with_stand_in_server();
+        let enqueued_at = tokio::time::Instant::now();
+        assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", "w-1"), reference("a")));
+        assert!(recorder.enqueue(event_with_note("CreatedWorkerPod", "w-2"), reference("a")));
+        drop(recorder);
+        let sent = requests(&received, 1).await;
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0].2["series"]["count"], 2);
+        assert!(
+            sent[0].1 < enqueued_at + queue::SERIES_GATHER,
+            "sent at once, not after the gather"
         );
     }
 
