@@ -398,14 +398,10 @@ async fn deleted_worker_and_failed_head_are_replaced() {
     assert!(new_head.name_any().starts_with(&format!("{name}-head-")));
     wait_for("the failed head is gone", || common::gone(&pod_api, &head)).await;
     env.wait_ready(name).await;
-    let events: Api<Event> = env.api();
     // Events are published in the background, a moment after what they report.
     wait_for("a DeletedHeadPod event", || async {
-        events
-            .list(&ListParams::default())
+        common::namespace_events(&env.client, NS)
             .await
-            .unwrap()
-            .items
             .into_iter()
             .any(|e| e.reason.as_deref() == Some("DeletedHeadPod"))
             .then_some(())

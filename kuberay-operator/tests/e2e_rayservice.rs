@@ -341,7 +341,6 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
     );
 
     // KubeRay's events about the RayService (published in the background, a moment after what they report).
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), NS);
     let expected = [
         "CreatedRayCluster",
         "UpdatedServeApplications",
@@ -352,11 +351,8 @@ async fn rayservice_sample_ready_update_in_place_and_blue_green() {
     ];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let reasons = loop {
-        let reasons: Vec<String> = events
-            .list(&ListParams::default())
+        let reasons: Vec<String> = common::namespace_events(&client, NS)
             .await
-            .unwrap()
-            .items
             .into_iter()
             .filter(|e| e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("RayService"))
             .filter_map(|e| e.reason)
