@@ -289,7 +289,14 @@ async fn mtls_cluster_gets_its_pki_tls_pods_and_ip_sans() {
             assert!(data.contains_key(key), "{secret} lacks {key}");
         }
     }
-    assert!(env.event("MTLSPKIReady").await.is_some() || env.event("MTLSCertsNotReady").await.is_some());
+    // Events go out a moment after what they report, so wait for one of the two.
+    wait_for("MTLSPKIReady or MTLSCertsNotReady event", || async {
+        match env.event("MTLSPKIReady").await {
+            Some(event) => Some(event),
+            None => env.event("MTLSCertsNotReady").await,
+        }
+    })
+    .await;
 
     // A restarted operator keeps the IP SANs of the running pods (it plans only from a listed pod index).
     let head_cert = env
