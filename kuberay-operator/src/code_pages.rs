@@ -5,13 +5,22 @@
 //! setup, API discovery, building the controllers), and the kernel maps each touched page together with
 //! its neighbours (fault-around), so after startup several MiB of mapped code are never used again. Once
 //! the operator has settled, [`release_startup_code`] unmaps every page of the executable that holds
-//! exactly the file's bytes, with `madvise(MADV_DONTNEED)`. The pages stay in the kernel's page cache;
-//! code that runs again maps its page back in with a minor fault, so afterwards the resident set holds what
-//! the steady state actually uses.
+//! exactly the file's bytes, with `madvise(MADV_DONTNEED)`. Code that runs again maps its page back in
+//! (from the page cache while a page is there, from the file otherwise), so afterwards the resident set
+//! holds what the steady state actually uses.
 //!
 //! Only private, non-writable mappings of the executable with no anonymous (copied-on-write) pages are
 //! released: for those, dropping a page and reading it back from the file gives the same bytes. Mappings
 //! that were written (relocated read-only data, `.data`, `.bss`) are left alone.
+//!
+//! Fault-around maps, with each page a fault needs, every neighbour the page cache holds in its 64 KiB
+//! window, so what the steady state maps back would depend on how much of the file happens to be cached:
+//! all of it right after the file was written (an image just unpacked, a binary just built), less when it
+//! was read from disk. So the release also marks those mappings `MADV_RANDOM` (a fault then reads only its
+//! own page, no read-ahead) and drops the executable's pages that no process maps from the page cache
+//! (`POSIX_FADV_DONTNEED`). From then on the cache holds only pages that something faulted, and the
+//! resident set is the pages the steady state runs, whatever the file's cache held before. Code that runs
+//! for the first time after the release reads its page from the file: one small read, once.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -35,8 +44,10 @@ pub enum CodePagesError {
         source: std::io::Error,
     },
     /// The kernel refused `madvise` for a mapping.
-    #[error("madvise(MADV_DONTNEED) of {start:#x}-{end:#x}: {source}")]
+    #[error("madvise({advice}) of {start:#x}-{end:#x}: {source}")]
     Madvise {
+        /// The advice refused (`MADV_DONTNEED`, `MADV_RANDOM`).
+        advice: &'static str,
         /// First address of the mapping.
         start: usize,
         /// End of the mapping.
@@ -44,6 +55,9 @@ pub enum CodePagesError {
         /// The error the kernel returned.
         source: std::io::Error,
     },
+    /// The kernel refused to drop the executable's unmapped pages from the page cache.
+    #[error("posix_fadvise(POSIX_FADV_DONTNEED) of /proc/self/exe: {0}")]
+    Evict(std::io::Error),
 }
 
 /// What [`release_startup_code`] gave back.
@@ -107,9 +121,31 @@ fn resident_bytes(mappings: &[Mapping]) -> u64 {
     mappings.iter().map(|m| m.resident_bytes).sum()
 }
 
-/// Unmaps every page of `mappings`.
+/// Unmaps every page of `mappings`, marks them for page-at-a-time faults and drops the executable's
+/// unmapped pages from the page cache (see the module documentation for why all three).
 fn release(mappings: &[Mapping]) -> Result<(), CodePagesError> {
-    mappings.iter().try_for_each(|mapping| dont_need(&mapping.range))
+    mappings
+        .iter()
+        .try_for_each(|mapping| advise(&mapping.range, libc::MADV_DONTNEED, "MADV_DONTNEED"))?;
+    mappings
+        .iter()
+        .try_for_each(|mapping| advise(&mapping.range, libc::MADV_RANDOM, "MADV_RANDOM"))?;
+    evict_unmapped_pages()
+}
+
+/// Drops the pages of the executable that no process maps from the page cache. Pages mapped anywhere (this
+/// process's data, another process running the same file) stay.
+#[allow(unsafe_code)]
+fn evict_unmapped_pages() -> Result<(), CodePagesError> {
+    use std::os::fd::AsRawFd;
+    let exe = std::fs::File::open("/proc/self/exe").map_err(CodePagesError::Evict)?;
+    // SAFETY: `exe` is an open descriptor for the whole call; the advice only affects the page cache, never
+    // what reading the file returns.
+    let status = unsafe { libc::posix_fadvise(exe.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    match status {
+        0 => Ok(()),
+        errno => Err(CodePagesError::Evict(std::io::Error::from_raw_os_error(errno))),
+    }
 }
 
 /// One mapping of `/proc/self/smaps` that may be released.
@@ -203,24 +239,19 @@ fn field_kib(line: &str, name: &str) -> Option<u64> {
     line.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
-/// `madvise(MADV_DONTNEED)` over `range`.
+/// `madvise(advice)` over `range`, for `MADV_DONTNEED` or `MADV_RANDOM`; `name` names the advice in errors.
 #[allow(unsafe_code)]
-fn dont_need(range: &Range<usize>) -> Result<(), CodePagesError> {
+fn advise(range: &Range<usize>, advice: libc::c_int, name: &'static str) -> Result<(), CodePagesError> {
     // SAFETY: `range` is a whole mapping of the executable, private and never written (checked by
     // `releasable_mappings`: no anonymous page, no write permission). MADV_DONTNEED only drops the page
     // table entries; the next access reads the same bytes from the file, so no value any code or
-    // reference relies on changes.
-    let status = unsafe {
-        libc::madvise(
-            range.start as *mut libc::c_void,
-            range.end - range.start,
-            libc::MADV_DONTNEED,
-        )
-    };
+    // reference relies on changes. MADV_RANDOM only changes how much a fault reads ahead.
+    let status = unsafe { libc::madvise(range.start as *mut libc::c_void, range.end - range.start, advice) };
     if status == 0 {
         Ok(())
     } else {
         Err(CodePagesError::Madvise {
+            advice: name,
             start: range.start,
             end: range.end,
             source: std::io::Error::last_os_error(),
