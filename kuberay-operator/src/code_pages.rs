@@ -17,10 +17,11 @@
 //! window, so what the steady state maps back would depend on how much of the file happens to be cached:
 //! all of it right after the file was written (an image just unpacked, a binary just built), less when it
 //! was read from disk. So the release also marks those mappings `MADV_RANDOM` (a fault then reads only its
-//! own page, no read-ahead) and drops the executable's pages that no process maps from the page cache
-//! (`POSIX_FADV_DONTNEED`). From then on the cache holds only pages that something faulted, and the
-//! resident set is the pages the steady state runs, whatever the file's cache held before. Code that runs
-//! for the first time after the release reads its page from the file: one small read, once.
+//! own page, no read-ahead), drops the executable's pages that no process maps from the page cache
+//! (`POSIX_FADV_DONTNEED`) and reclaims the few mapped again meanwhile (`MADV_PAGEOUT`). Afterwards far
+//! less of the file is cached around the steady state's pages, and its resident set no longer depends on
+//! how the file was cached before (docs/benchmarks.md, "Code layout"). Code that runs for the first time
+//! after the release may read its page from the file: one small read, once.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -46,7 +47,7 @@ pub enum CodePagesError {
     /// The kernel refused `madvise` for a mapping.
     #[error("madvise({advice}) of {start:#x}-{end:#x}: {source}")]
     Madvise {
-        /// The advice refused (`MADV_DONTNEED`, `MADV_RANDOM`).
+        /// The advice refused (`MADV_DONTNEED`, `MADV_RANDOM`, `MADV_PAGEOUT`).
         advice: &'static str,
         /// First address of the mapping.
         start: usize,
@@ -130,7 +131,13 @@ fn release(mappings: &[Mapping]) -> Result<(), CodePagesError> {
     mappings
         .iter()
         .try_for_each(|mapping| advise(&mapping.range, libc::MADV_RANDOM, "MADV_RANDOM"))?;
-    evict_unmapped_pages()
+    evict_unmapped_pages()?;
+    // A file just written (an image just unpacked, a binary just built) is cached in large folios, and a
+    // folio with any page still mapped (the code running this) is not evicted: reclaiming the pages mapped
+    // now drops or splits those too, so the cache keeps only what is faulted from here on.
+    mappings
+        .iter()
+        .try_for_each(|mapping| advise(&mapping.range, libc::MADV_PAGEOUT, "MADV_PAGEOUT"))
 }
 
 /// Drops the pages of the executable that no process maps from the page cache. Pages mapped anywhere (this
@@ -239,13 +246,15 @@ fn field_kib(line: &str, name: &str) -> Option<u64> {
     line.strip_prefix(name)?.trim().strip_suffix("kB")?.trim().parse().ok()
 }
 
-/// `madvise(advice)` over `range`, for `MADV_DONTNEED` or `MADV_RANDOM`; `name` names the advice in errors.
+/// `madvise(advice)` over `range`, for `MADV_DONTNEED`, `MADV_RANDOM` or `MADV_PAGEOUT`; `name` names the
+/// advice in errors.
 #[allow(unsafe_code)]
 fn advise(range: &Range<usize>, advice: libc::c_int, name: &'static str) -> Result<(), CodePagesError> {
     // SAFETY: `range` is a whole mapping of the executable, private and never written (checked by
     // `releasable_mappings`: no anonymous page, no write permission). MADV_DONTNEED only drops the page
     // table entries; the next access reads the same bytes from the file, so no value any code or
-    // reference relies on changes. MADV_RANDOM only changes how much a fault reads ahead.
+    // reference relies on changes. MADV_RANDOM only changes how much a fault reads ahead, and MADV_PAGEOUT
+    // reclaims clean file pages, which read back the same way.
     let status = unsafe { libc::madvise(range.start as *mut libc::c_void, range.end - range.start, advice) };
     if status == 0 {
         Ok(())
