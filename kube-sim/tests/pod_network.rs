@@ -577,8 +577,9 @@ async fn pods_services_dns_and_endpoints_over_the_bridge() {
     assert_eq!(endpoints["subsets"][0]["addresses"].as_array().unwrap().len(), 1);
     wait_dns(gateway, "peers.default.svc.cluster.local.", &[&a.ip()]).await;
     // The proxy, like the DNS, follows the store a moment behind, and the two Services' slices are separate
-    // commits: wait until the ready endpoint answers, then only it may.
-    wait_answer(Some(b.netns()), &url, "a").await;
+    // commits: one answer from the ready endpoint does not show the other is gone (the proxy spreads
+    // connections), so wait until it answers several times in a row, then only it may.
+    wait_only_answer(Some(b.netns()), &url, "a").await;
     for _ in 0..4 {
         assert_eq!(
             curl(Some(b.netns()), &[], &url).await,
@@ -655,6 +656,28 @@ async fn wait_answer(netns: Option<&Path>, url: &str, want: &str) {
             return;
         }
         assert!(tokio::time::Instant::now() < deadline, "{url}: {got:?}, want {want:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `url` answers `want` this many times in a row: long enough that a proxy still spreading
+/// connections over an endpoint that left would have sent one there.
+const ANSWERS_IN_A_ROW: usize = 8;
+
+async fn wait_only_answer(netns: Option<&Path>, url: &str, want: &str) {
+    let deadline = tokio::time::Instant::now() + support::WAIT;
+    let mut in_a_row = 0;
+    while in_a_row < ANSWERS_IN_A_ROW {
+        let got = curl(netns, &[], url).await;
+        if got == want {
+            in_a_row += 1;
+            continue;
+        }
+        in_a_row = 0;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{url}: {got:?}, want only {want:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
