@@ -647,23 +647,11 @@ async fn pods_services_dns_and_endpoints_over_the_bridge() {
     }
 }
 
-/// Polls `url` from `netns` until it answers `want` (bounded by the tests' wait).
-async fn wait_answer(netns: Option<&Path>, url: &str, want: &str) {
-    let deadline = tokio::time::Instant::now() + support::WAIT;
-    loop {
-        let got = curl(netns, &[], url).await;
-        if got == want {
-            return;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{url}: {got:?}, want {want:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Waits until `url` answers `want` this many times in a row: long enough that a proxy still spreading
+/// How many answers in a row [`wait_only_answer`] waits for: enough that a proxy still spreading
 /// connections over an endpoint that left would have sent one there.
 const ANSWERS_IN_A_ROW: usize = 8;
 
+/// Polls `url` from `netns` (bounded by the tests' wait) until it answers only `want`, several times in a row.
 async fn wait_only_answer(netns: Option<&Path>, url: &str, want: &str) {
     let deadline = tokio::time::Instant::now() + support::WAIT;
     let mut in_a_row = 0;
