@@ -18,9 +18,9 @@
 //! all of it right after the file was written (an image just unpacked, a binary just built), less when it
 //! was read from disk. So the release also marks those mappings `MADV_RANDOM` (a fault then reads only its
 //! own page, no read-ahead), drops the executable's pages that no process maps from the page cache
-//! (`POSIX_FADV_DONTNEED`) and reclaims the few mapped again meanwhile (`MADV_PAGEOUT`). Afterwards far
-//! less of the file is cached around the steady state's pages, and its resident set no longer depends on
-//! how the file was cached before (docs/benchmarks.md, "Code layout"). Code that runs for the first time
+//! (`POSIX_FADV_DONTNEED`) and reclaims the few mapped again meanwhile (`MADV_PAGEOUT`). Afterwards less
+//! of the file is cached (part of `.text` stays, for reasons not yet known), and the resident set no longer
+//! depends on how the file was cached before (docs/benchmarks.md, "Code layout"). Code that runs for the first time
 //! after the release may read its page from the file: one small read, once.
 
 use std::ops::Range;
