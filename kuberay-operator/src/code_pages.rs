@@ -17,7 +17,8 @@
 //! window, so what the steady state maps back would depend on how much of the file happens to be cached:
 //! all of it right after the file was written (an image just unpacked, a binary just built), less when it
 //! was read from disk. So the release also marks those mappings `MADV_RANDOM` (a fault then reads only its
-//! own page, no read-ahead), drops the executable's pages that no process maps from the page cache
+//! own page, no read-ahead), waits for the executable's write-back (`fdatasync`: a dirty page is never
+//! dropped), drops the executable's pages that no process maps from the page cache
 //! (`POSIX_FADV_DONTNEED`) and reclaims the few mapped again meanwhile (`MADV_PAGEOUT`). Afterwards less
 //! of the file is cached (part of `.text` stays, for reasons not yet known), and the resident set no longer
 //! depends on how the file was cached before (docs/benchmarks.md, "Code layout"). Code that runs for the first time
@@ -140,12 +141,18 @@ fn release(mappings: &[Mapping]) -> Result<(), CodePagesError> {
         .try_for_each(|mapping| advise(&mapping.range, libc::MADV_PAGEOUT, "MADV_PAGEOUT"))
 }
 
-/// Drops the pages of the executable that no process maps from the page cache. Pages mapped anywhere (this
-/// process's data, another process running the same file) stay.
+/// Drops the pages of the executable that no process maps from the page cache, once any still unwritten are
+/// written back. Pages mapped anywhere (this process's data, another process running the same file) stay.
 #[allow(unsafe_code)]
 fn evict_unmapped_pages() -> Result<(), CodePagesError> {
     use std::os::fd::AsRawFd;
     let exe = std::fs::File::open("/proc/self/exe").map_err(CodePagesError::Evict)?;
+    // A file written moments ago (a binary just built, an image just unpacked) still has dirty pages, which
+    // neither the advice nor MADV_PAGEOUT drops: they only start its write-back. Waiting for it first lets the
+    // release drop them too; on a file already on disk this returns at once.
+    if let Err(e) = exe.sync_data() {
+        warn!(error = %e, "cannot write back the executable's pages; those still dirty stay cached");
+    }
     // SAFETY: `exe` is an open descriptor for the whole call; the advice only affects the page cache, never
     // what reading the file returns.
     let status = unsafe { libc::posix_fadvise(exe.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
