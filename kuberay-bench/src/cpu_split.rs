@@ -3,10 +3,10 @@
 //!
 //! Without it, every process of a run shares every core, so whatever CPU the operator spends is taken from
 //! the simulator, which the bare client (a few HTTP requests per pod) leaves to itself: the ratio then
-//! measures the operator's CPU as much as whether it keeps the API server busy. With it, this process (kube-sim,
-//! its agents and the progress polling) runs on the first half of the allowed CPUs, and the clients (the
-//! bare client's creators, the RayCluster creates that stand for the user, and the operator child) on the
-//! second half, in every phase alike. The halves come from this process's affinity mask: under a cgroup CPU
+//! measures the operator's CPU as much as whether it keeps the API server busy. With it, this process (kube-sim
+//! and its agents) runs on the first half of the allowed CPUs, and the clients (the bare client's creators, the
+//! RayCluster creates that stand for the user, the operator child) and the measuring (the progress follower)
+//! on the second half, in every phase alike. The halves come from this process's affinity mask: under a cgroup CPU
 //! quota both halves still share that one quota, so the split isolates only on dedicated cores.
 
 use anyhow::{Context as _, bail};

@@ -10,6 +10,7 @@ mod cpu_split;
 mod experiment;
 mod isolation;
 mod operator;
+mod progress;
 mod published;
 mod report;
 mod run;

@@ -4,7 +4,7 @@
 //! bare client creating the very same pods (built by ray-podgen) gives the simulator's ceiling, so the
 //! operator's creation rate is reported as a ratio of it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,20 +13,17 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
-use kube_sim::store::{ChangeFeed, EventType};
-use kube_sim::{Gvr, SimHandle, Store, StoredObject};
+use kube_sim::SimHandle;
 use ray_api::RayCluster;
 use ray_podgen::{PodGenConfig, PodGenerator, WorkerReplica};
 use serde::Serialize;
-use tokio::sync::mpsc::error::TryRecvError;
 
 use crate::cpu_split::CpuSplit;
 use crate::experiment;
 use crate::operator::Operator;
+use crate::progress::{FOLLOW_INTERVAL, Progress, ProgressFollower, Targets};
 use crate::run::{self, NAMESPACE};
 
-/// The label every Ray pod carries (ray-podgen stamps it).
-const RAY_CLUSTER_LABEL: &str = ray_api::constants::RAY_CLUSTER_LABEL;
 /// How often progress is sampled.
 const POLL: Duration = Duration::from_millis(250);
 /// The experiment number the scale clusters are labelled with (outside KubeRay's 1-3).
@@ -429,8 +426,9 @@ async fn bare_client_phase(options: &ScaleOptions, ceiling: Ceiling) -> anyhow::
         Ceiling::SameObjects => timed_secs,
     };
     // Followed only once the timed creates are done: the bare client has the simulator to itself.
-    let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
-    let all_running_secs = wait_running(&mut progress, options, started).await?;
+    let follower = ProgressFollower::start(sim.store(), targets(options), started, options.cpu_split.as_ref())?;
+    let all_running_secs = wait_running(&follower, options, started).await?;
+    let follower_cpu_secs = follower.stop();
     let label = match ceiling {
         Ceiling::PodsOnly => format!("bare client, pods only ({} creators)", options.bare_clients),
         Ceiling::SameObjects => format!(
@@ -445,7 +443,7 @@ async fn bare_client_phase(options: &ScaleOptions, ceiling: Ceiling) -> anyhow::
         all_running_secs,
         pods_per_sec: options.pods() as f64 / all_created_secs,
         sim_rss_bytes: own_rss(),
-        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs),
+        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs - follower_cpu_secs),
         client_cpu_secs: Some(client_cpu_secs),
         ..PhaseResult::default()
     };
@@ -480,12 +478,12 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
     operator.wait_ready(Duration::from_secs(60)).await?;
     let cpu_before = operator.cpu_seconds().unwrap_or_default();
 
-    let mut progress = ProgressCounts::new(sim.store(), options.workers_per_cluster);
     let sim_cpu_before = own_cpu();
     let started = Instant::now();
+    let follower = ProgressFollower::start(sim.store(), targets(options), started, options.cpu_split.as_ref())?;
     // Timed, unlike the pods-only bare client's: the operator cannot start before its RayClusters exist. They
     // are created on the client side with as many concurrent creators as the bare client has, so that 10,000
-    // of them do not serialise on one connection's round trips; progress is followed meanwhile.
+    // of them do not serialise on one connection's round trips; the follower times the milestones meanwhile.
     let for_thread = options.clone();
     let creates = on_client_thread(options, sim.client_config(), move |client| async move {
         create_clusters(client, &for_thread, for_thread.bare_clients).await
@@ -493,10 +491,9 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
     let mut creates = std::pin::pin!(creates);
     let mut created_clusters = false;
     let mut client_cpu_secs = 0.0;
-    let (mut all_created, mut all_running, mut all_ready) = (None, None, None);
     let deadline = started + options.timeout;
     let mut last_report = Instant::now();
-    loop {
+    let progress = loop {
         operator.check_alive()?;
         if !created_clusters {
             tokio::select! {
@@ -507,23 +504,24 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
                 () = tokio::time::sleep(POLL) => {}
             }
         }
-        let (existing, running, ready) = progress.poll()?;
-        let elapsed = started.elapsed().as_secs_f64();
-        if all_created.is_none() && existing >= options.pods() {
-            all_created = Some(elapsed);
+        let progress = follower.progress()?;
+        if created_clusters
+            && progress.all_created.is_some()
+            && progress.all_running.is_some()
+            && progress.all_ready.is_some()
+        {
+            break progress;
         }
-        if all_running.is_none() && running >= options.pods() {
-            all_running = Some(elapsed);
-        }
-        if all_ready.is_none() && ready >= options.clusters {
-            all_ready = Some(elapsed);
-        }
-        if created_clusters && all_created.is_some() && all_running.is_some() && all_ready.is_some() {
-            break;
-        }
+        let Progress {
+            existing,
+            running,
+            ready,
+            ..
+        } = progress;
         if last_report.elapsed() >= Duration::from_secs(10) {
             eprintln!(
-                "  [{label}] {elapsed:>6.1} s: {existing} pods, {running} running, {ready}/{} clusters ready",
+                "  [{label}] {:>6.1} s: {existing} pods, {running} running, {ready}/{} clusters ready",
+                started.elapsed().as_secs_f64(),
                 options.clusters
             );
             last_report = Instant::now();
@@ -537,22 +535,23 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
         if created_clusters {
             tokio::time::sleep(POLL).await;
         }
-    }
+    };
+    let follower_cpu_secs = follower.stop();
     let memory = operator.memory().await?;
     let cpu = operator.cpu_seconds().map(|after| after - cpu_before);
-    let all_created_secs = all_created.unwrap_or_default();
+    let all_created_secs = progress.all_created.unwrap_or_default();
     let result = PhaseResult {
         label,
         pods: options.pods(),
         all_created_secs,
-        all_running_secs: all_running.unwrap_or_default(),
-        all_ready_secs: all_ready,
+        all_running_secs: progress.all_running.unwrap_or_default(),
+        all_ready_secs: progress.all_ready,
         pods_per_sec: options.pods() as f64 / all_created_secs.max(f64::EPSILON),
         operator_rss_bytes: Some(memory.rss_bytes),
         operator_peak_rss_bytes: Some(memory.hwm_bytes),
         operator_cpu_secs: cpu,
         sim_rss_bytes: own_rss(),
-        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs),
+        sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs - follower_cpu_secs),
         client_cpu_secs: Some(client_cpu_secs),
         traffic: Some(Traffic::measure(&sim, options.clusters)),
     };
@@ -561,138 +560,32 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
     Ok(result)
 }
 
-/// The run's progress, counted from the simulator's change feed of pods and RayClusters: each poll reads only
-/// the objects written since the last one. Listing and decoding every pod on each poll instead took a sixth
-/// of the simulator process's CPU at 10,000 pods, during the operator phases only (the bare client's creation
-/// rate is timed by its creators, not by polling), so it slowed the operator's runs against the bare client.
-struct ProgressCounts {
-    /// Pods and RayClusters written since the last poll.
-    feed: ChangeFeed,
-    /// Per Ray pod: (exists and is not terminating, is Running).
-    pods: HashMap<(String, String), (bool, bool)>,
-    /// RayClusters whose status is `ready` with every worker ready.
-    ready_clusters: HashSet<(String, String)>,
-    /// Workers per cluster of the run.
-    workers: usize,
-    /// Ray pods that exist and are not terminating.
-    existing: usize,
-    /// Of those, the Running ones.
-    running: usize,
-}
-
-impl ProgressCounts {
-    /// Index of pods among the feed's resources (RayClusters are the other).
-    const PODS: usize = 0;
-
-    /// Starts counting from the store's current pods and RayClusters.
-    fn new(store: &Store, workers: usize) -> Self {
-        let gvrs = [Gvr::pods(), Gvr::new("ray.io", "v1", "rayclusters")];
-        let mut counts = Self {
-            feed: store.change_feed(&gvrs),
-            pods: HashMap::new(),
-            ready_clusters: HashSet::new(),
-            workers,
-            existing: 0,
-            running: 0,
-        };
-        for (kind, object) in std::mem::take(&mut counts.feed.snapshot) {
-            counts.apply(kind, &object, false);
-        }
-        counts
-    }
-
-    /// Reads every change since the last call; returns (Ray pods that exist and are not terminating, Running
-    /// ones, ready RayClusters).
-    fn poll(&mut self) -> anyhow::Result<(usize, usize, usize)> {
-        loop {
-            match self.feed.rx.try_recv() {
-                Ok((kind, event)) => self.apply(kind, &event.object, event.kind == EventType::Deleted),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => bail!("the simulator's store stopped"),
-            }
-        }
-        Ok((self.existing, self.running, self.ready_clusters.len()))
-    }
-
-    /// Counts one object's new state (`deleted`: it is gone).
-    fn apply(&mut self, kind: usize, object: &StoredObject, deleted: bool) {
-        if object.namespace() != Some(NAMESPACE) {
-            return;
-        }
-        let key = (NAMESPACE.to_string(), object.name().to_string());
-        if kind == Self::PODS {
-            // A pod that is gone, lost its Ray label or does not decode counts as neither existing nor Running.
-            let now = match object.label(RAY_CLUSTER_LABEL) {
-                Some(_) if !deleted => serde_json::from_slice::<Progress>(&object.json).ok().map(|progress| {
-                    let exists = progress.metadata.deletion_timestamp.is_none();
-                    (exists, exists && progress.status.phase.as_deref() == Some("Running"))
-                }),
-                _ => None,
-            };
-            let before = match now {
-                Some(state) => self.pods.insert(key, state),
-                None => self.pods.remove(&key),
-            };
-            let (now, before) = (now.unwrap_or_default(), before.unwrap_or_default());
-            self.existing = self.existing + usize::from(now.0) - usize::from(before.0);
-            self.running = self.running + usize::from(now.1) - usize::from(before.1);
-        } else {
-            let ready = !deleted
-                && serde_json::from_slice::<Progress>(&object.json).is_ok_and(|progress| {
-                    progress.status.state.as_deref() == Some("ready")
-                        && progress.status.ready_worker_replicas == Some(self.workers as u64)
-                });
-            if ready {
-                self.ready_clusters.insert(key);
-            } else {
-                self.ready_clusters.remove(&key);
-            }
-        }
-    }
-}
-
-/// The few fields the progress counts read from a stored object's JSON. Decoding only these (serde skips the
-/// rest without allocating) instead of the whole object as a `serde_json::Value` matters: polling 10,000
-/// pods four times a second that way took a quarter of the process's CPU, taken from the simulator measured.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct Progress {
-    metadata: ProgressMetadata,
-    status: ProgressStatus,
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct ProgressMetadata {
-    deletion_timestamp: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct ProgressStatus {
-    /// A pod's phase.
-    phase: Option<String>,
-    /// A RayCluster's state.
-    state: Option<String>,
-    /// A RayCluster's ready workers.
-    ready_worker_replicas: Option<u64>,
-}
-
-async fn wait_running(progress: &mut ProgressCounts, options: &ScaleOptions, started: Instant) -> anyhow::Result<f64> {
+/// Waits until every pod of the run is Running; returns when that was, in seconds from `started`.
+async fn wait_running(follower: &ProgressFollower, options: &ScaleOptions, started: Instant) -> anyhow::Result<f64> {
     let deadline = started + options.timeout;
     loop {
-        let (_, running, _) = progress.poll()?;
-        if running >= options.pods() {
-            return Ok(started.elapsed().as_secs_f64());
+        let progress = follower.progress()?;
+        if let Some(at) = progress.all_running {
+            return Ok(at);
         }
         if Instant::now() > deadline {
             bail!(
-                "bare client: {running} of {} pods Running after {:?}",
+                "bare client: {} of {} pods Running after {:?}",
+                progress.running,
                 options.pods(),
                 options.timeout
             );
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(FOLLOW_INTERVAL).await;
+    }
+}
+
+/// What a phase of `options` waits for.
+fn targets(options: &ScaleOptions) -> Targets {
+    Targets {
+        pods: options.pods(),
+        clusters: options.clusters,
+        workers_per_cluster: options.workers_per_cluster,
     }
 }
 
@@ -706,7 +599,7 @@ fn own_cpu() -> Option<f64> {
 }
 
 /// The calling thread's CPU seconds so far.
-fn thread_cpu_secs() -> f64 {
+pub(crate) fn thread_cpu_secs() -> f64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
 }
@@ -846,89 +739,7 @@ fn traffic_markdown(phases: &[PhaseResult]) -> String {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn progress_reads_phase_deletion_and_cluster_state_from_the_json() {
-        let pod: Progress = serde_json::from_str(
-            r#"{"metadata":{"name":"p","deletionTimestamp":"2026-11-28T00:00:00Z","labels":{"a":"b"}},
-                "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running"}}"#,
-        )
-        .unwrap();
-        assert!(pod.metadata.deletion_timestamp.is_some());
-        assert_eq!(pod.status.phase.as_deref(), Some("Running"));
-        let pending: Progress = serde_json::from_str(r#"{"metadata":{"name":"p"}}"#).unwrap();
-        assert!(pending.metadata.deletion_timestamp.is_none());
-        assert_eq!(pending.status.phase, None);
-        let cluster: Progress =
-            serde_json::from_str(r#"{"status":{"state":"ready","readyWorkerReplicas":9,"conditions":[]}}"#).unwrap();
-        assert_eq!(
-            (cluster.status.state.as_deref(), cluster.status.ready_worker_replicas),
-            (Some("ready"), Some(9))
-        );
-    }
     use super::*;
-
-    #[test]
-    fn progress_counts_follow_ray_pods_through_the_change_feed() {
-        use kube_sim::DeleteOptions;
-        use kube_sim::store::StoreConfig;
-        let store = Store::new(StoreConfig::default());
-        // `NAMESPACE` is `default`, which the store starts with.
-        let pod = |name: &str, labels: serde_json::Value| {
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]},
-            })
-        };
-        let ray = serde_json::json!({RAY_CLUSTER_LABEL: "c"});
-        store
-            .create(&Gvr::pods(), Some(NAMESPACE), pod("before", ray.clone()))
-            .unwrap();
-        // Counted from the snapshot.
-        let mut counts = ProgressCounts::new(&store, 1);
-        assert_eq!(counts.poll().unwrap(), (1, 0, 0));
-        store
-            .create(&Gvr::pods(), Some(NAMESPACE), pod("after", ray.clone()))
-            .unwrap();
-        store
-            .create(
-                &Gvr::pods(),
-                Some(NAMESPACE),
-                pod("not-ray", serde_json::json!({"app": "x"})),
-            )
-            .unwrap();
-        store.create_namespace("other").unwrap();
-        store
-            .create(&Gvr::pods(), Some("other"), pod("elsewhere", ray.clone()))
-            .unwrap();
-        assert_eq!(
-            counts.poll().unwrap(),
-            (2, 0, 0),
-            "only Ray pods of the run's namespace count"
-        );
-        let mut running = pod("after", ray);
-        running["status"] = serde_json::json!({"phase": "Running"});
-        store
-            .update(&Gvr::pods(), Some(NAMESPACE), running, Some("status"))
-            .unwrap();
-        assert_eq!(counts.poll().unwrap(), (2, 1, 0));
-        store
-            .delete(&Gvr::pods(), Some(NAMESPACE), "after", &DeleteOptions::default())
-            .unwrap();
-        assert_eq!(
-            counts.poll().unwrap(),
-            (1, 0, 0),
-            "a terminating or deleted pod no longer counts"
-        );
-        let mut relabelled = store.get(&Gvr::pods(), Some(NAMESPACE), "before").unwrap().value();
-        relabelled["metadata"]["labels"] = serde_json::json!({"app": "x"});
-        store.update(&Gvr::pods(), Some(NAMESPACE), relabelled, None).unwrap();
-        assert_eq!(
-            counts.poll().unwrap(),
-            (0, 0, 0),
-            "a pod that lost its Ray label no longer counts"
-        );
-    }
 
     #[test]
     fn settings_are_labelled_with_their_flags() {
