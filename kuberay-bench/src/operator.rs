@@ -9,20 +9,19 @@ use anyhow::{Context as _, bail};
 use kube_sim::network::ports::unused_loopback_port;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// The script that builds the operator exactly as it is shipped (release profile, static glibc, for
-/// [`SHIPPED_TARGET`]) and prints its path; `scripts/build-image` packs the same binary.
+/// The script that builds the operator exactly as it is shipped (release profile, static glibc) and prints
+/// its path; `scripts/build-image` packs the same binary.
 const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/build-operator");
 
-/// The target triple the shipped binary is built for (the directory under `target/` it lands in); the same
-/// as `TARGET` in `scripts/build-operator`.
-const SHIPPED_TARGET: &str = "x86_64-unknown-linux-gnu";
+/// Where `scripts/build-operator` leaves the shipped binary, relative to the cargo target directory.
+const SHIPPED_BINARY: &str = "shipped/kuberay-operator";
 
 /// Resolves the operator binary: `explicit`, else the shipped build of `kuberay-operator`.
 ///
 /// Under `cargo run` (`$CARGO` set) that binary is (re)built with `scripts/build-operator` first — always
 /// when missing, and also when present so a stale binary is never measured (cargo makes that a no-op when it
-/// is fresh). Otherwise it is looked up at `target/x86_64-unknown-linux-gnu/release/` beside this
-/// executable's `target/release/`.
+/// is fresh). Otherwise it is looked up at `target/shipped/kuberay-operator` beside this executable's
+/// `target/release/`.
 pub fn resolve_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = explicit {
         if !path.is_file() {
@@ -38,10 +37,7 @@ pub fn resolve_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
                 .parent()
                 .and_then(Path::parent)
                 .context("the current executable is not in a cargo target directory")?;
-            let path = target_dir
-                .join(SHIPPED_TARGET)
-                .join("release")
-                .join(format!("kuberay-operator{}", std::env::consts::EXE_SUFFIX));
+            let path = target_dir.join(SHIPPED_BINARY);
             if !path.is_file() {
                 bail!(
                     "{} is missing: build it with `scripts/build-operator` or pass --operator PATH",
