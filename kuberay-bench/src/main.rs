@@ -224,6 +224,11 @@ struct MemoryArgs {
     /// KubeRay's published figures (default: shared/bench/kuberay-v0.6.0-memory.csv beside the workspace).
     #[arg(long, value_name = "PATH")]
     reference: Option<PathBuf>,
+    /// Run the experiments one after the other. By default, on the in-process kube-sim, they run at the same
+    /// time (each with its own kube-sim and its own copy of the operator binary), which takes the time of
+    /// the longest instead of the sum; against a real cluster they always run one at a time.
+    #[arg(long)]
+    one_at_a_time: bool,
     /// Faults for the in-process kube-sim's API (its fault syntax, e.g. `error=3%:500@create/pods`), so the
     /// operator's error paths run too; scripts/profile-code-order uses it to profile them. The benchmark's own
     /// requests go through the same API, so restrict rules to what the operator alone sends.
@@ -242,6 +247,7 @@ impl Default for MemoryArgs {
             output: PathBuf::from("target/kuberay-bench"),
             reference: None,
             kube_sim_faults: None,
+            one_at_a_time: false,
         }
     }
 }
@@ -341,6 +347,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
             None => "in-process kube-sim".to_owned(),
         }
     );
+    let together = args.kubeconfig.is_none() && !args.one_at_a_time && args.experiment.experiments().len() > 1;
     let options = run::RunOptions {
         operator,
         kubeconfig: args.kubeconfig.clone(),
@@ -351,11 +358,23 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
             Some(spec) => kube_sim::FaultConfig::parse(spec).map_err(|e| anyhow::anyhow!("--kube-sim-faults: {e}"))?,
             None => kube_sim::FaultConfig::default(),
         },
+        private_binary: together,
     };
-    let mut results = Vec::new();
-    for experiment in args.experiment.experiments() {
-        results.push(run::run_experiment(experiment, &options).await?);
-    }
+    let results = if together {
+        futures::future::try_join_all(
+            args.experiment
+                .experiments()
+                .into_iter()
+                .map(|experiment| run::run_experiment(experiment, &options)),
+        )
+        .await?
+    } else {
+        let mut results = Vec::new();
+        for experiment in args.experiment.experiments() {
+            results.push(run::run_experiment(experiment, &options).await?);
+        }
+        results
+    };
     let summary = report::RunSummary {
         wall_secs: started.elapsed().as_secs_f64(),
         reclaimed_pages: reclaimed_before

@@ -42,6 +42,10 @@ pub struct RunOptions {
     pub work_dir: PathBuf,
     /// Faults the in-process kube-sim's API injects (none by default).
     pub faults: kube_sim::FaultConfig,
+    /// Whether each experiment runs its own copy of the operator binary: when experiments run at the same
+    /// time, so that no code page of one operator is shared with another's and PSS stays what a lone
+    /// operator would have (a byte-identical file; RSS is the same either way).
+    pub private_binary: bool,
 }
 
 /// One memory sample.
@@ -103,8 +107,13 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         cleanup(&client, experiment).await?;
     }
 
+    let binary = if options.private_binary {
+        private_copy(&options.operator, &options.work_dir, experiment)?
+    } else {
+        options.operator.clone()
+    };
     let mut operator = Operator::spawn(
-        &options.operator,
+        &binary,
         &kubeconfig,
         &options.work_dir,
         &format!("e{experiment}"),
@@ -160,6 +169,20 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
         samples,
         wall_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// Copies the operator binary to `operator-e<experiment>` in `dir` (replacing an older copy) and returns the
+/// copy's path.
+fn private_copy(binary: &Path, dir: &Path, experiment: u8) -> anyhow::Result<PathBuf> {
+    let copy = dir.join(format!("operator-e{experiment}"));
+    // Removed first: a previous run's copy may still be mapped by a process, and is then not writable.
+    match std::fs::remove_file(&copy) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("removing {}", copy.display())),
+    }
+    std::fs::copy(binary, &copy).with_context(|| format!("copying {} to {}", binary.display(), copy.display()))?;
+    Ok(copy)
 }
 
 /// Keeps a copy of the operator's `/proc/<pid>/smaps` as `smaps-e<experiment>-<when>.txt` in `dir`, for

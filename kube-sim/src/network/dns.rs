@@ -10,16 +10,15 @@
 //! | `_<port>._<proto>.<svc>.<ns>.svc.cluster.local` | SRV per named port (per ready endpoint if headless) |
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::{A, SRV};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
-use parking_lot::RwLock;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, UdpSocket};
 
 use super::CLUSTER_DOMAIN;
+pub use super::view::SharedView;
 use super::view::{ClusterView, ServiceEntry};
 
 /// TTL of every answer, in seconds (CoreDNS's default for cluster records).
@@ -28,9 +27,6 @@ const TTL: u32 = 5;
 pub const DNS_PORT: u16 = 53;
 /// Largest UDP message handled.
 const MAX_UDP: usize = 4096;
-
-/// The view the DNS answers from, replaced whenever the cluster changes.
-pub type SharedView = Arc<RwLock<Arc<ClusterView>>>;
 
 /// What a name resolves to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,11 +9,14 @@
 //! - [`bridge`]: [`BridgeNetworking`], the [`crate::sandbox::PodNetworking`] the kubelet's process runtime
 //!   calls.
 //! - [`files`]: the pods' `resolv.conf` and `hosts`.
-//! - [`view`], [`proxy`], [`dns`]: the Services as seen from the network, the service proxy, the DNS.
+//! - [`view`], [`proxy`], `dns`: the Services as seen from the network, the service proxy, the DNS (with
+//!   the crate's `cluster-dns` feature; without it bridge mode is refused, as its pods could not resolve
+//!   Services).
 //! - [`ports`]: free loopback ports for the programs started beside a simulator.
 
 pub mod bridge;
 pub mod cidr;
+#[cfg(feature = "cluster-dns")]
 pub mod dns;
 pub mod files;
 pub mod host;
@@ -98,6 +101,9 @@ pub enum NetworkError {
     /// A host command or file operation failed.
     #[error("pod network: {0}")]
     Sandbox(#[from] SandboxError),
+    /// Bridge mode needs the cluster DNS, which this build of kube-sim does not have.
+    #[error("the bridge pod network needs the cluster DNS: kube-sim was built without its cluster-dns feature")]
+    NoClusterDns,
     /// The DNS server could not bind.
     #[error("cluster DNS on {addr}: {source}")]
     Dns {
@@ -127,6 +133,9 @@ impl PodNetwork {
                 service_block: config.service_cidr,
                 tasks: Vec::new(),
             });
+        }
+        if !cfg!(feature = "cluster-dns") {
+            return Err(NetworkError::NoClusterDns);
         }
         let pod_prefix = POD_BLOCK_PREFIX.max(config.pod_cidr.prefix());
         let svc_prefix = SERVICE_BLOCK_PREFIX.max(config.service_cidr.prefix());
@@ -203,11 +212,14 @@ impl PodNetwork {
         {
             tracing::warn!(error = %e, "creating the kubernetes Service");
         }
-        let shared: dns::SharedView = Arc::default();
-        let dns_addr = SocketAddr::from((bridge.gateway(), dns::DNS_PORT));
-        let dns_tasks =
-            dns::serve(dns_addr, shared.clone()).map_err(|source| NetworkError::Dns { addr: dns_addr, source })?;
-        self.tasks.extend(dns_tasks);
+        let shared: view::SharedView = Arc::default();
+        #[cfg(feature = "cluster-dns")]
+        {
+            let dns_addr = SocketAddr::from((bridge.gateway(), dns::DNS_PORT));
+            let dns_tasks =
+                dns::serve(dns_addr, shared.clone()).map_err(|source| NetworkError::Dns { addr: dns_addr, source })?;
+            self.tasks.extend(dns_tasks);
+        }
         let proxy = proxy::ServiceProxy::new(bridge.bridge(), api_server);
         self.tasks.push(tokio::spawn(follow(store.clone(), proxy, shared)));
         Ok(())
@@ -231,7 +243,7 @@ impl Drop for PodNetwork {
 }
 
 /// Rebuilds the service view whenever the store changes, and brings the proxy and DNS up to date.
-async fn follow(store: Store, mut proxy: proxy::ServiceProxy, shared: dns::SharedView) {
+async fn follow(store: Store, mut proxy: proxy::ServiceProxy, shared: view::SharedView) {
     let mut seen = None;
     loop {
         let rv = store.current_rv();
@@ -243,5 +255,26 @@ async fn follow(store: Store, mut proxy: proxy::ServiceProxy, shared: dns::Share
             tokio::time::sleep(VIEW_DEBOUNCE).await;
         }
         store.changed(VIEW_RESYNC).await;
+    }
+}
+
+#[cfg(all(test, not(feature = "cluster-dns")))]
+mod without_cluster_dns {
+    use super::*;
+
+    #[test]
+    fn bridge_mode_is_refused_before_anything_is_set_up() {
+        let state_dir = std::env::temp_dir().join(format!("kube-sim-no-dns-{}", std::process::id()));
+        let config = PodNetworkConfig {
+            mode: PodNetworkMode::Bridge,
+            state_dir: state_dir.clone(),
+            ..PodNetworkConfig::default()
+        };
+        let refused = PodNetwork::prepare(&config).unwrap_err();
+        assert!(matches!(refused, NetworkError::NoClusterDns), "{refused}");
+        // No slot was claimed.
+        assert!(!state_dir.exists());
+        // Host mode needs no DNS.
+        assert!(PodNetwork::prepare(&PodNetworkConfig::default()).is_ok());
     }
 }

@@ -3,12 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
+use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::agents::endpoints::{SERVICE_NAME_LABEL, endpoint_slices};
 use crate::kinds::Gvr;
 use crate::store::{ListOptions, Store};
+
+/// The view the DNS answers from, replaced whenever the cluster changes.
+pub type SharedView = Arc<RwLock<Arc<ClusterView>>>;
 
 /// One port of a Service.
 #[derive(Debug, Clone, PartialEq, Eq)]

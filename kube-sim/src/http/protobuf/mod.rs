@@ -6,17 +6,28 @@
 //! The messages are upstream's (`kube-sim/proto/`, compiled by `build.rs`), read and written through
 //! `rust-protobuf`'s dynamic messages; one generic mapping ([`codec`]) turns any message into Go's JSON and
 //! back.
+//!
+//! Without the crate's `protobuf` feature only the negotiation is here, and it treats every kind as a
+//! custom resource: JSON and YAML only.
 
+#[cfg(feature = "protobuf")]
 mod codec;
+#[cfg(feature = "protobuf")]
 pub mod envelope;
+#[cfg(feature = "protobuf")]
 mod registry;
+#[cfg(feature = "protobuf")]
 mod special;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+#[cfg(feature = "protobuf")]
 use envelope::{Envelope, EnvelopeError};
+
+/// Whether this build reads and writes protobuf (the `protobuf` feature).
+const SERVES_PROTOBUF: bool = cfg!(feature = "protobuf");
 
 /// The protobuf media type.
 pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -49,10 +60,14 @@ pub enum ProtoError {
         /// The `kind`.
         kind: String,
     },
+    /// kube-sim was built without its `protobuf` feature.
+    #[error("kube-sim was built without its protobuf feature")]
+    NotBuilt,
 }
 
 impl ProtoError {
     /// The error with the JSON property `property` prefixed to its path.
+    #[cfg(feature = "protobuf")]
     fn within(self, property: &str) -> Self {
         match self {
             ProtoError::Value(m) => ProtoError::Value(format!("{property}: {m}")),
@@ -101,8 +116,9 @@ pub fn decode_body(content_type: &str, body: &[u8], target: BodyTarget<'_>) -> R
         }
         "application/yaml" => serde_saphyr::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("unable to decode the request body: {e}"))),
+        #[cfg(feature = "protobuf")]
         PROTOBUF if !target.custom => decode_protobuf(body, target),
-        _ => Err(unsupported_media_type(target.custom)),
+        _ => Err(unsupported_media_type(target.custom || !SERVES_PROTOBUF)),
     }
 }
 
@@ -117,11 +133,13 @@ fn unsupported_media_type(custom: bool) -> ApiError {
 }
 
 /// The version part of an `apiVersion` (`apps/v1` -> `v1`).
+#[cfg(feature = "protobuf")]
 fn version_of(api_version: &str) -> &str {
     api_version.rsplit('/').next().unwrap_or(api_version)
 }
 
 /// kube-apiserver's summary of a body it could not recognize: hex of the first 30 bytes.
+#[cfg(feature = "protobuf")]
 fn summarize(body: &[u8]) -> String {
     const MAX: usize = 30;
     if body.is_empty() {
@@ -136,6 +154,7 @@ fn summarize(body: &[u8]) -> String {
     if body.len() > MAX { format!("{text} ...") } else { text }
 }
 
+#[cfg(feature = "protobuf")]
 fn decode_protobuf(body: &[u8], target: BodyTarget<'_>) -> Result<Value, ApiError> {
     let envelope = Envelope::decode(body).map_err(|e: EnvelopeError| {
         ApiError::bad_request(format!(
@@ -167,6 +186,7 @@ fn decode_protobuf(body: &[u8], target: BodyTarget<'_>) -> Result<Value, ApiErro
 
 /// The JSON of the object of `kind` in `api_version` whose message is `raw`, with `kind` and `apiVersion`
 /// first as Go writes them.
+#[cfg(feature = "protobuf")]
 pub fn object_from_message(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ProtoError> {
     let descriptor = registry::registry()
         .message(api_version, kind)
@@ -188,6 +208,7 @@ pub fn object_from_message(api_version: &str, kind: &str, raw: &[u8]) -> Result<
 
 /// The message of the JSON object `object` (its `kind` and `apiVersion` pick the message, and are left
 /// out of it, as protobuf carries them in the envelope).
+#[cfg(feature = "protobuf")]
 pub fn message_from_object(object: &Value) -> Result<(String, String, Vec<u8>), ProtoError> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default().to_string();
     let kind = object["kind"].as_str().unwrap_or_default().to_string();
@@ -205,6 +226,7 @@ pub fn message_from_object(object: &Value) -> Result<(String, String, Vec<u8>), 
 }
 
 /// The protobuf envelope of the JSON object `object`.
+#[cfg(feature = "protobuf")]
 pub fn encode_object(object: &Value) -> Result<Bytes, ProtoError> {
     let (api_version, kind, raw) = message_from_object(object)?;
     Ok(Bytes::from(
@@ -219,6 +241,7 @@ pub fn encode_object(object: &Value) -> Result<Bytes, ProtoError> {
 }
 
 /// One frame of a protobuf watch: a `metav1.WatchEvent` whose `object.raw` is the object's envelope.
+#[cfg(feature = "protobuf")]
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Bytes, ProtoError> {
     let envelope = encode_object(object)?;
     let event = serde_json::json!({"type": event_type, "object": {}});
@@ -245,6 +268,7 @@ pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Bytes, Pro
 }
 
 /// Reads one protobuf watch event (a frame without its length prefix): its type and its object.
+#[cfg(feature = "protobuf")]
 pub fn decode_watch_event(message: &[u8]) -> Result<(String, Value), ProtoError> {
     use protobuf::reflect::ReflectValueRef;
     let descriptor = registry::registry()
@@ -272,6 +296,18 @@ pub fn decode_watch_event(message: &[u8]) -> Result<(String, Value), ProtoError>
     Ok((event_type, object))
 }
 
+/// Without the `protobuf` feature nothing is written as protobuf ([`negotiate`] never chooses it).
+#[cfg(not(feature = "protobuf"))]
+pub fn encode_object(_object: &Value) -> Result<Bytes, ProtoError> {
+    Err(ProtoError::NotBuilt)
+}
+
+/// Without the `protobuf` feature nothing is written as protobuf ([`negotiate`] never chooses it).
+#[cfg(not(feature = "protobuf"))]
+pub fn encode_watch_event(_event_type: &str, _object: &Value) -> Result<Bytes, ProtoError> {
+    Err(ProtoError::NotBuilt)
+}
+
 /// What an `Accept` header asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -284,7 +320,9 @@ pub enum Output {
 /// The response format for `accept`, for a built-in kind (`custom` false) or a custom resource. The
 /// client's media ranges are tried by quality, then in order; protobuf is chosen only for a built-in kind
 /// and not for server-side tables. A protobuf-only `Accept` for a custom resource is 406 `NotAcceptable`.
+/// Without the `protobuf` feature every kind is negotiated as a custom resource.
 pub fn negotiate(accept: &str, custom: bool) -> Result<Output, ApiError> {
+    let custom = custom || !SERVES_PROTOBUF;
     let mut ranges: Vec<(f32, String, bool)> = accept
         .split(',')
         .filter(|r| !r.trim().is_empty())
@@ -338,5 +376,29 @@ pub fn negotiate(accept: &str, custom: bool) -> Result<Output, ApiError> {
     Ok(Output::Json)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "protobuf"))]
 mod tests;
+
+#[cfg(all(test, not(feature = "protobuf")))]
+mod without_the_feature {
+    use super::*;
+
+    #[test]
+    fn built_in_kinds_are_served_as_custom_resources_are() {
+        let pod = BodyTarget {
+            api_version: "v1",
+            kind: "Pod",
+            custom: false,
+        };
+        // JSON whenever the client takes it, 406 when it takes protobuf alone.
+        let either = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(negotiate(either, false).unwrap(), Output::Json);
+        assert_eq!(negotiate(PROTOBUF, false).unwrap_err().code, 406);
+        // A protobuf body is 415, naming only the types this build reads.
+        let refused = decode_body(PROTOBUF, b"k8s\0", pod).unwrap_err();
+        assert_eq!(refused.code, 415);
+        assert!(refused.message.ends_with(CUSTOM_BODY_TYPES), "{}", refused.message);
+        assert_eq!(decode_body("application/json", br#"{"a":1}"#, pod).unwrap()["a"], 1);
+        assert_eq!(encode_object(&serde_json::json!({})).unwrap_err(), ProtoError::NotBuilt);
+    }
+}

@@ -4,12 +4,21 @@
 //!
 //! Requests are validated (pod, container, phase) before the connection is upgraded, so errors reach the
 //! client as `Status` responses exactly like other API errors.
+//!
+//! Without the crate's `exec` feature both subresources are still routed and authorized, then refused with
+//! 400 `BadRequest` saying why.
 
+#[cfg(feature = "exec")]
 mod channel;
+#[cfg(feature = "exec")]
 mod exec;
+#[cfg(feature = "exec")]
 mod portforward;
+#[cfg(feature = "exec")]
 mod spdy;
+#[cfg(feature = "exec")]
 mod target;
+#[cfg(feature = "exec")]
 mod upgrade;
 
 use std::sync::Arc;
@@ -22,6 +31,8 @@ use crate::error::ApiError;
 use crate::store::StoredObject;
 
 /// One request to a streaming subresource, with everything needed after the HTTP exchange ends.
+// Built (the pod looked up, so a missing one is still 404) but not read without the `exec` feature.
+#[cfg_attr(not(feature = "exec"), allow(dead_code))]
 pub(super) struct StreamRequest {
     /// The server state (container executor, proxy backends, store).
     pub(super) state: Arc<HttpState>,
@@ -42,6 +53,7 @@ pub(super) fn is_streaming(subresource: &str) -> bool {
 
 /// Serves `exec` or `portforward`: a `101 Switching Protocols` response (the session then runs on its own
 /// task) or the error `Status`.
+#[cfg(feature = "exec")]
 pub(super) async fn serve(subresource: &str, request: StreamRequest) -> Result<Response<Body>, ApiError> {
     match subresource {
         "exec" => exec::serve(request),
@@ -50,7 +62,16 @@ pub(super) async fn serve(subresource: &str, request: StreamRequest) -> Result<R
     }
 }
 
+/// Refuses `exec` and `portforward`: this build of kube-sim has no streaming.
+#[cfg(not(feature = "exec"))]
+pub(super) async fn serve(subresource: &str, _request: StreamRequest) -> Result<Response<Body>, ApiError> {
+    Err(ApiError::bad_request(format!(
+        "pods/{subresource} is not served: kube-sim was built without its exec feature"
+    )))
+}
+
 /// Every value of a query parameter that may repeat (`command=sh&command=-c`), in order.
+#[cfg(feature = "exec")]
 fn query_values(query: &str, key: &str) -> Vec<String> {
     form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == key)
@@ -59,6 +80,7 @@ fn query_values(query: &str, key: &str) -> Vec<String> {
 }
 
 /// A boolean query parameter as Go's `strconv.ParseBool` reads it; absent is `false`.
+#[cfg(feature = "exec")]
 fn query_flag(query: &str, key: &str) -> Result<bool, ApiError> {
     match query_values(query, key).last() {
         None => Ok(false),
@@ -67,6 +89,7 @@ fn query_flag(query: &str, key: &str) -> Result<bool, ApiError> {
 }
 
 /// kube-apiserver refuses streaming to a pod no node runs yet.
+#[cfg(feature = "exec")]
 fn require_host(pod: &StoredObject) -> Result<(), ApiError> {
     if pod.value()["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
         return Err(ApiError::bad_request(format!(
@@ -77,7 +100,7 @@ fn require_host(pod: &StoredObject) -> Result<(), ApiError> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "exec"))]
 mod tests {
     use super::*;
 
