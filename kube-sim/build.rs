@@ -19,7 +19,10 @@ fn protos(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 #[cfg(not(feature = "protobuf"))]
-fn main() {}
+fn main() {
+    // Nothing to watch: without this cargo would rerun the script after any change in the package.
+    println!("cargo:rerun-if-changed=build.rs");
+}
 
 #[cfg(feature = "protobuf")]
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -464,7 +464,7 @@ async fn phase(options: &IsolationOptions, slow_jobs: usize, settle: Duration) -
         result.job_complete.p99,
         result.api_requests_per_sec
     );
-    operator.stop();
+    operator.stop().await;
     ray.detach(&sim);
     sim.shutdown();
     Ok(result)

@@ -19,6 +19,7 @@ mod scale;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// The kuberay-rs benchmarks.
@@ -361,12 +362,13 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
         private_binary: together,
     };
     let results = if together {
-        futures::future::try_join_all(
-            args.experiment
-                .experiments()
-                .into_iter()
-                .map(|experiment| run::run_experiment(experiment, &options)),
-        )
+        let options = &options;
+        futures::future::try_join_all(args.experiment.experiments().into_iter().map(|experiment| async move {
+            // The three progress streams interleave: say whose error it is.
+            run::run_experiment(experiment, options)
+                .await
+                .with_context(|| format!("experiment {experiment}"))
+        }))
         .await?
     } else {
         let mut results = Vec::new();
@@ -377,6 +379,7 @@ async fn memory(args: MemoryArgs) -> anyhow::Result<()> {
     };
     let summary = report::RunSummary {
         wall_secs: started.elapsed().as_secs_f64(),
+        together,
         reclaimed_pages: reclaimed_before
             .zip(operator::kernel_reclaimed_pages())
             .map(|(before, after)| after.saturating_sub(before)),

@@ -291,8 +291,9 @@ impl Operator {
         })
     }
 
-    /// SIGTERM, a bounded wait for a clean exit, then SIGKILL.
-    pub fn stop(&mut self) {
+    /// SIGTERM, a bounded wait for a clean exit, then SIGKILL. The wait yields to the runtime, so that
+    /// experiments running beside this one go on meanwhile.
+    pub async fn stop(&mut self) {
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             return;
         }
@@ -305,7 +306,7 @@ impl Operator {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -135,6 +135,9 @@ pub fn text_table(result: &ExperimentResult, published: &Published) -> String {
 pub struct RunSummary {
     /// Wall time of the experiments.
     pub wall_secs: f64,
+    /// Whether the experiments ran at the same time (each on its own kube-sim, with its own copy of the
+    /// binary) rather than one after the other: their wall and convergence times differ between the two.
+    pub together: bool,
     /// Pages the kernel reclaimed while they ran (`pgsteal_*` of `/proc/vmstat`), when readable. Reclaim
     /// unmaps file pages, the operator's code among them, so RSS can then read lower than it is.
     pub reclaimed_pages: Option<u64>,
@@ -170,7 +173,12 @@ pub fn markdown(results: &[ExperimentResult], published: &Published, run: &RunSu
          published v0.6.0 figure (operator pod memory, Grafana) read from `{}`.\n",
         published.source.display()
     );
-    let _ = writeln!(out, "Total wall time: {wall_secs:.1} s.\n");
+    let order = if run.together {
+        "the experiments ran at the same time, each on its own kube-sim with its own copy of the operator binary"
+    } else {
+        "the experiments ran one after the other"
+    };
+    let _ = writeln!(out, "Total wall time: {wall_secs:.1} s ({order}).\n");
     if let Some(line) = run.reclaim_note() {
         let _ = writeln!(out, "{line}\n");
     }
@@ -236,6 +244,7 @@ pub fn json(results: &[ExperimentResult], published: &Published, run: &RunSummar
     serde_json::json!({
         "published_source": published.source,
         "wall_secs": run.wall_secs,
+        "experiments_together": run.together,
         "kernel_reclaimed_pages": run.reclaimed_pages,
         "experiments": experiments,
     })
@@ -485,6 +494,7 @@ mod tests {
     fn summary(wall_secs: f64) -> RunSummary {
         RunSummary {
             wall_secs,
+            together: false,
             reclaimed_pages: Some(0),
         }
     }
@@ -498,6 +508,7 @@ mod tests {
         );
         let note = RunSummary {
             wall_secs: 1.0,
+            together: true,
             reclaimed_pages: Some(2560),
         }
         .reclaim_note()

@@ -38,7 +38,7 @@ pub struct RunOptions {
     pub operator_args: Vec<String>,
     /// Settle time after a step converged, before sampling.
     pub step_interval: Duration,
-    /// Directory for logs and kubeconfigs.
+    /// Directory for logs, kubeconfigs, smaps copies and (with `private_binary`) the binary copies.
     pub work_dir: PathBuf,
     /// Faults the in-process kube-sim's API injects (none by default).
     pub faults: kube_sim::FaultConfig,
@@ -157,7 +157,7 @@ pub async fn run_experiment(experiment: u8, options: &RunOptions) -> anyhow::Res
     }
 
     save_smaps(&operator, &options.work_dir, experiment, "last-step");
-    operator.stop();
+    operator.stop().await;
     match plane {
         ControlPlane::Sim(mut sim) => sim.shutdown(),
         ControlPlane::Real => cleanup(&client, experiment).await?,

@@ -555,7 +555,7 @@ async fn operator_phase(options: &ScaleOptions, index: usize, setting: &Setting)
         client_cpu_secs: Some(client_cpu_secs),
         traffic: Some(Traffic::measure(&sim, options.clusters)),
     };
-    operator.stop();
+    operator.stop().await;
     sim.shutdown();
     Ok(result)
 }

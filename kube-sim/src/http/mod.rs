@@ -692,10 +692,9 @@ impl Ctx {
         if info.namespaced && route.name.is_some() && ns.is_none() {
             return Err(ApiError::no_route());
         }
-        if info.custom {
-            // Custom resources have no protobuf form: a client that accepts nothing else gets 406.
-            protobuf::negotiate(&self.accept, true)?;
-        }
+        // Custom resources have no protobuf form (no kind has without the `protobuf` feature): a client that
+        // accepts nothing else gets 406. For a built-in kind with the feature this never fails.
+        protobuf::negotiate(&self.accept, info.custom)?;
         let gvr = &route.gvr;
         match route.subresource.as_deref() {
             None => {}

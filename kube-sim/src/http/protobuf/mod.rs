@@ -4,7 +4,7 @@
 //! upstream: a protobuf body for one is refused with 415 and a protobuf-only `Accept` with 406.
 //!
 //! The messages are upstream's (`kube-sim/proto/`, compiled by `build.rs`), read and written through
-//! `rust-protobuf`'s dynamic messages; one generic mapping ([`codec`]) turns any message into Go's JSON and
+//! `rust-protobuf`'s dynamic messages; one generic mapping (`codec`) turns any message into Go's JSON and
 //! back.
 //!
 //! Without the crate's `protobuf` feature only the negotiation is here, and it treats every kind as a

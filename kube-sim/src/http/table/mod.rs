@@ -27,7 +27,11 @@ use custom::CustomColumns;
 /// The `meta.k8s.io` group of `Table` and `PartialObjectMetadata`.
 const META_GROUP: &str = "meta.k8s.io";
 /// kube-apiserver's answer when no offered media type can be served.
+#[cfg(feature = "protobuf")]
 const NOT_ACCEPTABLE: &str = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+/// The same, from a build without protobuf (the crate's `protobuf` feature).
+#[cfg(not(feature = "protobuf"))]
+const NOT_ACCEPTABLE: &str = "only the following media types are accepted: application/json, application/yaml";
 
 /// The `meta.k8s.io` version a client asked its Table in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
