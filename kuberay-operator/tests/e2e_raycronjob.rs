@@ -95,9 +95,15 @@ async fn every_minute_sample_backfills_then_fires_at_the_boundary_and_rejects_ba
         (children(&client, &name).await == expected).then_some(())
     })
     .await;
-    let cron = crons.get(&name).await.unwrap();
-    let last = cron.status.unwrap().last_schedule_time.unwrap().0;
-    assert_eq!(last.as_second(), boundary);
+    // The status is written after the RayJob is created, in the same pass: wait for it rather than read it at
+    // once, and then it must name the boundary (not a later tick).
+    let last = wait_for("lastScheduleTime at the boundary tick", || async {
+        let cron = crons.get(&name).await.ok()?;
+        let last = cron.status?.last_schedule_time?.0.as_second();
+        (last >= boundary).then_some(last)
+    })
+    .await;
+    assert_eq!(last, boundary);
 
     let jobs: Api<RayJob> = Api::namespaced(client.clone(), NS);
     for child in &expected {
