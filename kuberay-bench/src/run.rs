@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -250,11 +251,20 @@ async fn control_plane(experiment: u8, options: &RunOptions) -> anyhow::Result<(
     Ok((ControlPlane::Sim(Box::new(sim)), client, kubeconfig))
 }
 
+/// Our CRDs, generated on first use and shared by the whole run: generating them takes seconds of CPU
+/// (kube's structural-schema rewriting), which experiments starting at the same time would otherwise each
+/// pay before their operators start. `memory` starts the generation while the operator is being built.
+pub fn our_crds() -> &'static [CustomResourceDefinition] {
+    static CRDS: LazyLock<Vec<CustomResourceDefinition>> = LazyLock::new(ray_api::crds::all_crds);
+    &CRDS
+}
+
 /// Creates our CRDs (an existing one is left alone).
 pub async fn install_crds(client: &Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ray_api::crds::all_crds() {
-        match crds.create(&PostParams::default(), &crd).await {
+    let ours = tokio::task::spawn_blocking(our_crds).await?;
+    for crd in ours {
+        match crds.create(&PostParams::default(), crd).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(e) => return Err(e).with_context(|| format!("creating CRD {}", crd.name_any())),

@@ -67,9 +67,11 @@ pub fn load(path: &str) -> anyhow::Result<Configuration> {
     parse(&text).with_context(|| format!("failed to decode config file {path}"))
 }
 
-/// Parse a configuration document.
+/// Parse a configuration document (YAML read as Kubernetes reads it, then decoded as the operator decodes
+/// what it watches, so that a misfit names its field).
 pub fn parse(text: &str) -> anyhow::Result<Configuration> {
-    let config: Configuration = serde_saphyr::from_str(text)?;
+    let document: serde_json::Value = ray_api::yaml::from_yaml_str(text)?;
+    let config: Configuration = ray_reconcile::decode::decode_value(&document)?;
     if let Some(v) = config.api_version.as_deref().filter(|v| *v != CONFIG_API_VERSION) {
         anyhow::bail!("unsupported apiVersion {v:?}, want {CONFIG_API_VERSION:?}");
     }
@@ -136,6 +138,27 @@ mod tests {
         assert_eq!(
             merged.log_stdout_encoder, "console",
             "encoders still come from the flags"
+        );
+    }
+
+    #[test]
+    fn sidecars_are_read_and_a_misfit_names_its_field() {
+        let config = parse(
+            "apiVersion: config.ray.io/v1alpha1\nkind: Configuration\nheadSidecarContainers:\n\
+             - name: fluentbit\n  image: fluent/fluent-bit:1.9.6\n  resources: {limits: {cpu: 100m}}\n",
+        )
+        .unwrap();
+        let sidecars = config.head_sidecar_containers.unwrap_or_default();
+        assert_eq!(sidecars.len(), 1);
+        assert_eq!(sidecars[0].name, "fluentbit");
+
+        let error =
+            parse("kind: Configuration\nworkerSidecarContainers:\n- name: a\n  ports: [{containerPort: http}]\n")
+                .unwrap_err()
+                .to_string();
+        assert_eq!(
+            error,
+            "workerSidecarContainers[0].ports[0].containerPort: invalid type: string \"http\", expected i32"
         );
     }
 

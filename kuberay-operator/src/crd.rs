@@ -9,7 +9,9 @@ use anyhow::Context;
 pub fn render_crds() -> anyhow::Result<String> {
     let mut out = String::new();
     for crd in ray_api::crds::all_crds() {
-        let yaml = serde_saphyr::to_string(&crd).context("serialising a CRD to YAML")?;
+        // Through a JSON value (which keeps the fields' order), so that YAML is written for one type only.
+        let value = serde_json::to_value(&crd).context("serialising a CRD")?;
+        let yaml = serde_saphyr::to_string(&value).context("serialising a CRD to YAML")?;
         out.push_str("---\n");
         out.push_str(&yaml);
         if !yaml.ends_with('\n') {

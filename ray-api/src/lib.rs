@@ -8,7 +8,7 @@
 //!   field of KubeRay v1.7.0's CRDs); the strings KubeRay uses (labels, annotations, environment variable
 //!   names, messages) in [`constants`]; the operator's gates in [`feature_gates`].
 //! * Reading manifests: [`yaml`] reads Kubernetes' YAML 1.1 (`0777` is octal); [`strict`] reports each unknown
-//!   field by its path, for input a person typed.
+//!   field by its path, for input a person typed (against a CRD's schema, or against the Rust types).
 //! * CRDs and defaults: [`crds::all_crds`] generates the four CRDs; [`defaults::apply_schema_defaults`] fills
 //!   in what the API server's schema defaulting would.
 //! * Validation: [`validation`] runs KubeRay's rules in KubeRay's order with KubeRay's messages (the rules are

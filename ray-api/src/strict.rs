@@ -1,10 +1,19 @@
-//! Strict parsing for input a person typed (the CLI's `render`): unknown fields are errors, reported
-//! by their full path, instead of being dropped silently the way the API server prunes them.
+//! Strict reading of input a person typed: unknown fields are errors, reported by their full path,
+//! instead of being dropped silently the way the API server prunes them.
+//!
+//! Two checks, for two purposes:
+//! - [`unknown_fields`] compares a document with a CRD's schema, as the API server's strict field
+//!   validation (`kubectl apply --validate=strict`) does. The CLI's `render` uses it: it needs no
+//!   deserializer of its own, only the schema `render` already has for defaulting.
+//! - [`from_value_strict`] deserializes with every field the Rust types do not keep reported, which is
+//!   what proves that the types read a manifest without losing a field (the tests over KubeRay's samples).
 //!
 //! The normal `Deserialize` impls stay lenient, as a controller must be: the API server has already
 //! pruned what the schema does not know, and a newer CRD may carry fields this version does not.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Why a strict parse failed.
 #[derive(Debug, thiserror::Error)]
@@ -21,7 +30,8 @@ pub enum StrictParseError {
 /// Root fields every resource has but kube's derived types do not store as fields.
 const ROOT_TYPE_META: [&str; 2] = ["apiVersion", "kind"];
 
-fn unknown_field_lines(paths: &[String]) -> String {
+/// The message of a document's unknown fields: `a.b: unknown field; c: unknown field`.
+pub fn unknown_field_lines(paths: &[String]) -> String {
     paths
         .iter()
         .map(|p| format!("{p}: unknown field"))
@@ -46,6 +56,76 @@ pub fn from_value_strict<T: DeserializeOwned>(value: serde_json::Value) -> Resul
         Ok(parsed)
     } else {
         Err(StrictParseError::UnknownFields(unknown))
+    }
+}
+
+/// The paths (`spec.workerGroupSpecs[0].replica`) of the fields of `document` that `schema` (a CRD's
+/// `openAPIV3Schema`) does not know, in document order.
+///
+/// As the API server: an object whose schema lists `properties` may hold only those (and, with
+/// `additionalProperties`, any key, checked against that schema); one that preserves unknown fields or
+/// lists no properties is not checked; the root's `metadata` may hold the fields of an `ObjectMeta`.
+pub fn unknown_fields(document: &Value, schema: &Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    walk("", document, schema, &mut unknown);
+    unknown
+}
+
+/// The fields of the root `metadata` that are not `ObjectMeta`'s (the CRD's schema describes the root
+/// metadata as a bare object; the API server checks it as `ObjectMeta`).
+fn unknown_metadata_fields(metadata: &Value, unknown: &mut Vec<String>) {
+    let Value::Object(fields) = metadata else { return };
+    let known = schemars::schema_for!(ObjectMeta);
+    let known = known.get("properties").and_then(Value::as_object);
+    for key in fields.keys() {
+        if known.is_some_and(|known| !known.contains_key(key)) {
+            unknown.push(format!("metadata.{key}"));
+        }
+    }
+}
+
+/// Checks `value` at `path` against `schema`.
+fn walk(path: &str, value: &Value, schema: &Value, unknown: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            let preserves = schema
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true);
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let values = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, child) in fields {
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                if path.is_empty() {
+                    // The root's type meta is checked by kind, its metadata as `ObjectMeta`.
+                    if ROOT_TYPE_META.contains(&key.as_str()) {
+                        continue;
+                    }
+                    if key == "metadata" {
+                        unknown_metadata_fields(child, unknown);
+                        continue;
+                    }
+                }
+                match (properties.and_then(|p| p.get(key)), values) {
+                    (Some(property), _) => walk(&child_path, child, property, unknown),
+                    (None, Some(values)) => walk(&child_path, child, values, unknown),
+                    (None, None) if properties.is_some() && !preserves => unknown.push(child_path),
+                    (None, None) => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (index, item) in items.iter().enumerate() {
+                    walk(&format!("{path}[{index}]"), item, item_schema, unknown);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -95,6 +175,46 @@ mod tests {
         // The ordinary deserializer ignores both, as the API server prunes them.
         let lenient: RayCluster = serde_json::from_value(doc).unwrap();
         assert_eq!(lenient.spec.worker_group_specs.unwrap()[0].replicas, None);
+    }
+
+    /// The RayCluster CRD's schema, generated once for the tests that share it.
+    fn cluster_schema() -> &'static Value {
+        static SCHEMA: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| crate::defaults::crd_schema(&crate::crds::all_crds()[0]));
+        &SCHEMA
+    }
+
+    #[test]
+    fn the_schema_check_names_unknown_fields_by_path() {
+        let doc = cluster_with_worker(
+            serde_json::json!({"groupName": "g", "replica": 3, "rayStartParams": {"num-cpus": "1"},
+            "template": {"metadata": {"labelz": {}}, "spec": {"containers": [{"name": "w", "image": "i", "imagePullPolice": "Always"}]}}}),
+        );
+        let mut doc = doc;
+        doc["metadata"]["nmae"] = serde_json::json!("typo");
+        doc["spec"]["headGroupSpec"]["rayStartParams"] = serde_json::json!({"dashboard-host": "0.0.0.0"});
+        assert_eq!(
+            unknown_fields(&doc, cluster_schema()),
+            [
+                "metadata.nmae",
+                "spec.workerGroupSpecs[0].replica",
+                "spec.workerGroupSpecs[0].template.metadata.labelz",
+                "spec.workerGroupSpecs[0].template.spec.containers[0].imagePullPolice",
+            ]
+        );
+        // What the types would report, the schema reports too (it is generated from them).
+        let typed = match from_value_strict::<RayCluster>(doc).unwrap_err() {
+            StrictParseError::UnknownFields(paths) => paths,
+            other => panic!("{other}"),
+        };
+        assert_eq!(typed.len(), 4, "{typed:?}");
+    }
+
+    #[test]
+    fn the_schema_check_accepts_a_known_document() {
+        let doc = cluster_with_worker(serde_json::json!({"groupName": "g", "replicas": 3,
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "w", "image": "i"}]}}}));
+        assert_eq!(unknown_fields(&doc, cluster_schema()), Vec::<String>::new());
     }
 
     #[test]

@@ -100,11 +100,11 @@ fn decide(kind: WebhookKind, request: &AdmissionRequest<DynamicObject>) -> Admis
     }
 }
 
-/// The request's object as a KubeRay type.
+/// The request's object as a KubeRay type, decoded from its JSON text as the watches decode objects (so a
+/// misfit names its field, and no second deserializer of each type is compiled).
 fn typed<T: DeserializeOwned>(object: &DynamicObject) -> Result<T, String> {
-    serde_json::to_value(object)
-        .and_then(serde_json::from_value)
-        .map_err(|e| format!("couldn't decode the object: {e}"))
+    let text = serde_json::to_string(object).map_err(|e| format!("couldn't decode the object: {e}"))?;
+    crate::decode::decode_json(&text).map_err(|e| format!("couldn't decode the object: {e}"))
 }
 
 fn allowed(mut response: AdmissionResponse) -> AdmissionResponse {
@@ -359,5 +359,9 @@ mod tests {
         assert_eq!(out["response"]["allowed"], false);
         assert_eq!(out["response"]["status"]["code"], 400);
         assert_eq!(out["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(
+            out["response"]["status"]["message"],
+            "couldn't decode the object: spec.workerGroupSpecs: invalid type: string \"not a list\", expected a sequence"
+        );
     }
 }

@@ -35,6 +35,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::events::{EventSpec, Severity};
+use crate::json_path::{Failed, json_path_at};
 use crate::runtime_util::publish_event;
 
 /// The Event reason of an object the operator cannot read.
@@ -83,43 +84,75 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// Reads `value` as `K`, or says where and why it does not read.
+/// Reads one object's JSON text as `K`, or says where and why it does not read.
+pub fn decode_json<K: DeserializeOwned>(text: &str) -> Result<K, DecodeError> {
+    serde_json::from_str(text).map_err(|error| located_error(text, &error))
+}
+
+/// Reads `value` as `K`, or says where and why it does not read (through its JSON text, so that the failure
+/// reads exactly as [`decode_json`]'s).
 pub fn decode_value<K: DeserializeOwned>(value: &Value) -> Result<K, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|error| DecodeError {
-        path: error.path().to_string(),
-        reason: error.into_inner().to_string(),
-    })
+    decode_json(&value.to_string())
 }
 
-impl<K: DeserializeOwned> Decoded<K> {
-    /// Decodes one object's JSON.
-    pub fn from_value(value: &Value) -> Self {
-        match decode_value::<K>(value) {
-            Ok(object) => Decoded::Readable(Box::new(object)),
-            Err(error) => Decoded::Unreadable(Box::new(Unreadable {
-                metadata: lenient_metadata(value),
-                error,
-            })),
-        }
+/// Where and why `text` did not read: the field is found from the position serde_json stopped at
+/// ([`json_path_at`]); text that is not JSON at all names the object itself (`.`).
+fn located_error(text: &str, error: &serde_json::Error) -> DecodeError {
+    let message = error.to_string();
+    if error.line() == 0 {
+        return DecodeError {
+            path: ".".to_owned(),
+            reason: message,
+        };
     }
+    // The message without serde_json's " at line L column C", which the path replaces.
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    let reason = message.strip_suffix(&position).unwrap_or(&message).to_owned();
+    let path = match error.classify() {
+        serde_json::error::Category::Data => {
+            // A list or map that fails as a whole may be reported at its first element.
+            let failed = if reason.starts_with("invalid type: sequence") {
+                Failed::Array
+            } else if reason.starts_with("invalid type: map") {
+                Failed::Object
+            } else {
+                Failed::Any
+            };
+            json_path_at(text, byte_offset(text, error.line(), error.column()), failed)
+        }
+        _ => ".".to_owned(),
+    };
+    DecodeError { path, reason }
+}
+
+/// The byte offset of serde_json's position: `line` counts from 1, `column` is the byte offset within it.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(at, _)| at + 1)
+    };
+    line_start + column
 }
 
 impl<K: DeserializeOwned> Decoded<K> {
-    /// Decodes one object's JSON text: straight into `K` (the common case, without building a generic value
-    /// first), and only for an object that does not read as `K` through a generic value, so that the failure
-    /// has the same path and reason as [`Decoded::from_value`] gives and the metadata still names the object.
+    /// Decodes one object's JSON value (through its text, as [`Decoded::from_json`]).
+    pub fn from_value(value: &Value) -> Self {
+        Self::from_json(&value.to_string())
+    }
+
+    /// Decodes one object's JSON text straight into `K`; an object that does not read keeps what can be
+    /// read of its metadata, so that it can still be named.
     pub fn from_json(text: &str) -> Self {
-        if let Ok(object) = serde_json::from_str::<Box<K>>(text) {
-            return Decoded::Readable(object);
-        }
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => Self::from_value(&value),
+        match decode_json::<Box<K>>(text) {
+            Ok(object) => Decoded::Readable(object),
             Err(error) => Decoded::Unreadable(Box::new(Unreadable {
-                metadata: ObjectMeta::default(),
-                error: DecodeError {
-                    path: ".".to_owned(),
-                    reason: error.to_string(),
-                },
+                metadata: serde_json::from_str::<Value>(text)
+                    .map(|value| lenient_metadata(&value))
+                    .unwrap_or_default(),
+                error,
             })),
         }
     }
@@ -135,7 +168,7 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Decoded<K> {
         // (`visit_map` below), which `from_json` then decodes straight into `K`: an eighth of the
         // allocations of going through a generic value. A deserializer that cannot give raw text (serde's
         // buffer, used when a watch line has `object` before `type`) hands itself over instead
-        // (`visit_newtype_struct`), and the object is read through a generic value.
+        // (`visit_newtype_struct`): the object is read into a generic value and decoded from its text.
         deserializer.deserialize_newtype_struct(RAW_JSON_TOKEN, DecodedVisitor(std::marker::PhantomData))
     }
 }
@@ -512,6 +545,60 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_of_misfit_names_its_field() {
+        let worker = |group: Value| {
+            let mut value = cluster_json("bad", json!(1));
+            value["spec"]["workerGroupSpecs"][0] = group;
+            value
+        };
+        let cases = [
+            // A map where a string belongs: reported where the map starts.
+            (
+                worker(
+                    json!({"groupName": {"a": 1}, "replicas": 1, "rayStartParams": {}, "template": {"spec": {"containers": []}}}),
+                ),
+                "spec.workerGroupSpecs[0].groupName",
+                "invalid type: map, expected a string",
+            ),
+            // A required field missing: reported on the object that lacks it.
+            (
+                worker(
+                    json!({"replicas": 1, "rayStartParams": {}, "template": {"spec": {"containers": [{"image": "ray"}]}}}),
+                ),
+                "spec.workerGroupSpecs[0]",
+                "missing field `groupName`",
+            ),
+            // A number where a list belongs, after other fields.
+            (
+                worker(
+                    json!({"groupName": "g", "rayStartParams": {}, "template": {"spec": {"containers": [], "volumes": 3}}}),
+                ),
+                "spec.workerGroupSpecs[0].template.spec.volumes",
+                "invalid type: integer `3`, expected a sequence",
+            ),
+            // A value that does not parse as its type (a quantity).
+            (
+                worker(
+                    json!({"groupName": "g", "rayStartParams": {}, "template": {"spec": {"containers": [
+                        {"name": "w", "resources": {"limits": {"cpu": [1]}}}
+                    ]}}}),
+                ),
+                "spec.workerGroupSpecs[0].template.spec.containers[0].resources.limits.cpu",
+                "invalid type: sequence, expected Quantity",
+            ),
+        ];
+        for (value, path, reason) in cases {
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            for (how, error) in [
+                ("value", decode_value::<RayCluster>(&value).unwrap_err()),
+                ("pretty text", decode_json::<RayCluster>(&pretty).unwrap_err()),
+            ] {
+                assert_eq!((error.path.as_str(), error.reason.as_str()), (path, reason), "{how}");
+            }
+        }
+    }
+
+    #[test]
     fn a_readable_object_reads_as_usual() {
         let value = cluster_json("good", json!(2));
         let Decoded::Readable(cluster) = Decoded::<RayCluster>::from_value(&value) else {
@@ -604,9 +691,12 @@ mod tests {
             direct.contains("serde_json::de::Deserializer") && !direct.contains("Value"),
             "{direct}"
         );
-        // `object` first: serde buffered it, so it is read through a generic value.
+        // `object` first: serde buffered it into a generic value, whose text is then decoded the same way.
         let buffered = route(&watch_line("ADDED", &object, true));
-        assert!(buffered.contains("serde_json::value::Value"), "{buffered}");
+        assert!(
+            buffered.contains("serde_json::de::Deserializer") && !buffered.contains("Value"),
+            "{buffered}"
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod event_filter;
 pub mod events;
 pub mod fair_controller;
 pub mod finalizers;
+mod json_path;
 pub mod kube_errors;
 pub mod metrics;
 pub mod mtls;

@@ -114,8 +114,12 @@ impl Env {
     pub async fn start(tag: &str) -> Env {
         let sim = SimServer::start(SimConfig::default()).await.unwrap();
         let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
-        for crd in ray_api::crds::all_crds() {
-            crds.create(&PostParams::default(), &crd).await.unwrap();
+        // Generated once per test binary (seconds in a debug build), off the runtime's threads.
+        static OURS: std::sync::LazyLock<Vec<CustomResourceDefinition>> =
+            std::sync::LazyLock::new(ray_api::crds::all_crds);
+        let ours = tokio::task::spawn_blocking(|| &*OURS).await.unwrap();
+        for crd in ours {
+            crds.create(&PostParams::default(), crd).await.unwrap();
         }
         let ray = HollowRay::attach(&sim, HollowRayOptions::default());
         let dir = std::env::temp_dir().join(format!("kubectl-ray-{tag}-{}-{}", std::process::id(), free_port()));

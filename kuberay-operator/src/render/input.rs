@@ -1,6 +1,5 @@
 //! Reading `render`'s input: YAML documents, read strictly and validated with KubeRay's rules.
 
-use ray_api::strict::from_value_strict;
 use ray_api::validation::{ValidationOptions, validate_ray_cluster, validate_ray_job, validate_ray_service};
 use ray_api::{RayCluster, RayJob, RayService};
 use std::sync::OnceLock;
@@ -235,16 +234,24 @@ impl Reader<'_> {
     where
         K: serde::de::DeserializeOwned + kube::Resource,
     {
-        let parse_error = |e: ray_api::strict::StrictParseError| InputError::Parse {
+        let parse_error = |message: String| InputError::Parse {
             file: self.file.to_owned(),
             index: self.index,
             kind: self.kind.to_owned(),
-            message: e.to_string(),
+            message,
         };
-        // Strictness applies to what the user wrote, before the server's defaults.
-        from_value_strict::<K>(value.clone()).map_err(parse_error)?;
+        // Strictness applies to what the user wrote, before the server's defaults: checked against our
+        // CRD's schema, as the API server's strict field validation would.
+        if let Some(schema) = schema_of(self.kind) {
+            let unknown = ray_api::strict::unknown_fields(&value, schema);
+            if !unknown.is_empty() {
+                return Err(parse_error(ray_api::strict::unknown_field_lines(&unknown)));
+            }
+        }
         as_stored(&mut value, self.kind, self.suffixes);
-        let resource: K = from_value_strict(value).map_err(parse_error)?;
+        // Read as the operator reads what it watches, so a misfit names its field the same way.
+        let resource: K =
+            ray_reconcile::decode::decode_value(&value).map_err(|error| parse_error(error.to_string()))?;
         validate(&resource).map_err(|e| InputError::Invalid {
             file: self.file.to_owned(),
             index: self.index,

@@ -250,11 +250,23 @@ pub async fn wait_no_pods(client: &Client, ns: &str, labels: &str, timeout: Dura
     .await;
 }
 
+/// Our four CRDs, generated once per test binary: generating them takes seconds in a debug build, and
+/// every test installs them.
+pub fn our_crds()
+-> &'static [k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition] {
+    static CRDS: std::sync::LazyLock<
+        Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    > = std::sync::LazyLock::new(ray_api::crds::all_crds);
+    &CRDS
+}
+
 pub async fn install_crds(client: &Client) {
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(client.clone());
-    for crd in ray_api::crds::all_crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
+    // Generated off the runtime's threads: the first test to get here waits, the others find them made.
+    let ours = tokio::task::spawn_blocking(our_crds).await.unwrap();
+    for crd in ours {
+        crds.create(&PostParams::default(), crd).await.unwrap();
     }
 }
 
