@@ -208,8 +208,8 @@ struct MemoryArgs {
     #[arg(long, value_enum, default_value = "all")]
     experiment: Which,
     /// Settle time after each converged step before the memory sample, in milliseconds. 100 since session 24
-    /// (200 before): at 200 the 150 steps of experiment 1 took half of a first run's experiment time, and the
-    /// figures read 0.0-0.15 MiB higher at 150 pods, as the longer run gave the operator's periodic work more
+    /// (200 before): at 200 the 150 steps of experiment 1 took most of a first run's experiment time, and the
+    /// figures read 0.0-0.12 MiB higher at 150 pods, as the longer run gave the operator's periodic work more
     /// time to touch code (docs/benchmarks.md, "Build time of a first result").
     #[arg(long, value_name = "MS", default_value_t = 100)]
     step_interval: u64,

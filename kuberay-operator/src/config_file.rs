@@ -71,7 +71,12 @@ pub fn load(path: &str) -> anyhow::Result<Configuration> {
 /// what it watches, so that a misfit names its field).
 pub fn parse(text: &str) -> anyhow::Result<Configuration> {
     let document: serde_json::Value = ray_api::yaml::from_yaml_str(text)?;
-    let config: Configuration = ray_reconcile::decode::decode_value(&document)?;
+    // An empty (or comments-only) file is the empty configuration, as Go's YAML reader has it.
+    let config: Configuration = if document.is_null() {
+        Configuration::default()
+    } else {
+        ray_reconcile::decode::decode_value(&document)?
+    };
     if let Some(v) = config.api_version.as_deref().filter(|v| *v != CONFIG_API_VERSION) {
         anyhow::bail!("unsupported apiVersion {v:?}, want {CONFIG_API_VERSION:?}");
     }
@@ -160,6 +165,12 @@ mod tests {
             error,
             "workerSidecarContainers[0].ports[0].containerPort: invalid type: string \"http\", expected i32"
         );
+    }
+
+    #[test]
+    fn an_empty_file_is_the_empty_configuration() {
+        assert_eq!(parse("").unwrap(), Configuration::default());
+        assert_eq!(parse("# nothing set\n").unwrap(), Configuration::default());
     }
 
     #[test]

@@ -108,6 +108,7 @@ fn located_error(text: &str, error: &serde_json::Error) -> DecodeError {
     // The message without serde_json's " at line L column C", which the path replaces.
     let position = format!(" at line {} column {}", error.line(), error.column());
     let reason = message.strip_suffix(&position).unwrap_or(&message).to_owned();
+    let offset = byte_offset(text, error.line(), error.column());
     let path = match error.classify() {
         serde_json::error::Category::Data => {
             // A list or map that fails as a whole may be reported at its first element.
@@ -118,7 +119,17 @@ fn located_error(text: &str, error: &serde_json::Error) -> DecodeError {
             } else {
                 Failed::Any
             };
-            json_path_at(text, byte_offset(text, error.line(), error.column()), failed)
+            match json_path_at(text, offset, failed) {
+                // An error a type re-raised for a value it read whole (an embedded Service) is reported past
+                // that value, where no list or map of the kind named holds the position.
+                path if path == "." && failed != Failed::Any => json_path_at(text, offset, Failed::Any),
+                path => path,
+            }
+        }
+        // serde_json reports an enum given a number, `true` or a list as a syntax error ("expected value");
+        // in text that is well-formed JSON it is a misfit like any other.
+        serde_json::error::Category::Syntax if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
+            json_path_at(text, offset, Failed::Any)
         }
         _ => ".".to_owned(),
     };
@@ -575,6 +586,32 @@ mod tests {
                 ),
                 "spec.workerGroupSpecs[0].template.spec.volumes",
                 "invalid type: integer `3`, expected a sequence",
+            ),
+            // A misfit inside an embedded Service, which its type reads whole and re-raises without a
+            // position: serde_json places it past the enclosing object when the Service is its last field, so
+            // the path names that object (a known limit; the reason still names what did not fit).
+            (
+                {
+                    let mut value = worker(
+                        json!({"groupName": "g", "rayStartParams": {}, "template": {"spec": {"containers": []}}}),
+                    );
+                    value["spec"]["headGroupSpec"]["headService"] = json!({"spec": {"selector": ["a"]}});
+                    value
+                },
+                "spec.headGroupSpec",
+                "invalid type: sequence, expected a map",
+            ),
+            // An enum given a number (serde_json calls it a syntax error).
+            (
+                {
+                    let mut value = worker(
+                        json!({"groupName": "g", "rayStartParams": {}, "template": {"spec": {"containers": []}}}),
+                    );
+                    value["spec"]["autoscalerOptions"] = json!({"upscalingMode": 1});
+                    value
+                },
+                "spec.autoscalerOptions.upscalingMode",
+                "expected value",
             ),
             // A value that does not parse as its type (a quantity).
             (
