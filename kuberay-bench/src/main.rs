@@ -207,10 +207,9 @@ struct MemoryArgs {
     /// The experiment to run.
     #[arg(long, value_enum, default_value = "all")]
     experiment: Which,
-    /// Settle time after each converged step before the memory sample, in milliseconds. 100 since session 24
-    /// (200 before): at 200 the 150 steps of experiment 1 took most of a first run's experiment time, and the
-    /// figures read 0.0-0.12 MiB higher at 150 pods, as the longer run gave the operator's periodic work more
-    /// time to touch code (docs/benchmarks.md, "Build time of a first result").
+    /// Settle time after each converged step before the memory sample, in milliseconds.
+    // 100 rather than 200: at 200, experiment 1's 150 steps were most of a first run's experiment time, and
+    // the longer run read 0.0-0.12 MiB higher at 150 pods (docs/benchmarks.md, "Build time of a first result").
     #[arg(long, value_name = "MS", default_value_t = 100)]
     step_interval: u64,
     /// The operator binary (default: the shipped build, `scripts/build-operator`, run under `cargo run`).
