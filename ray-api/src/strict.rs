@@ -74,9 +74,11 @@ pub fn unknown_fields(document: &Value, schema: &Value) -> Vec<String> {
 /// The fields of the root `metadata` that are not `ObjectMeta`'s (the CRD's schema describes the root
 /// metadata as a bare object; the API server checks it as `ObjectMeta`).
 fn unknown_metadata_fields(metadata: &Value, unknown: &mut Vec<String>) {
+    // Generated once: `render` checks every document of its input.
+    static OBJECT_META: std::sync::LazyLock<schemars::Schema> =
+        std::sync::LazyLock::new(|| schemars::schema_for!(ObjectMeta));
     let Value::Object(fields) = metadata else { return };
-    let known = schemars::schema_for!(ObjectMeta);
-    let known = known.get("properties").and_then(Value::as_object);
+    let known = OBJECT_META.get("properties").and_then(Value::as_object);
     for key in fields.keys() {
         if known.is_some_and(|known| !known.contains_key(key)) {
             unknown.push(format!("metadata.{key}"));
