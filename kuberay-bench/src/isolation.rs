@@ -257,7 +257,7 @@ fn status_fields(sim: &SimHandle, gvr: &Gvr, field: &str) -> anyhow::Result<Hash
 }
 
 async fn create(api: &Api<DynamicObject>, value: Value) -> anyhow::Result<()> {
-    let object: DynamicObject = serde_json::from_value(value)?;
+    let object: DynamicObject = crate::experiment::typed(&value)?;
     api.create(&PostParams::default(), &object).await?;
     Ok(())
 }

@@ -41,7 +41,9 @@ fn without_descriptions(crd: CustomResourceDefinition) -> CustomResourceDefiniti
             }
         }
     }
-    serde_json::from_value(value).unwrap_or(crd)
+    // Read back through text, as kube-client reads CRDs: a decoder for JSON values would be one more copy of
+    // the schema types' decoding code in every program that links this crate.
+    serde_json::from_str(&value.to_string()).unwrap_or(crd)
 }
 
 /// Removes `description` keys from a schema node and everything under it. Only keys of schema

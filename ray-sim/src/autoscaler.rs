@@ -270,7 +270,7 @@ pub(crate) fn iterate(
             idle: IdleTracker::new(),
         };
     }
-    let ray_cluster: RayCluster = serde_json::from_value(stored.value())?;
+    let ray_cluster: RayCluster = crate::manager::stored_ray_cluster(&stored)?;
 
     // Ray nodes the head knows; a Running pod it has not heard of yet has not joined.
     let joined: Vec<String> = head.ray_nodes().into_iter().map(|n| n.name).collect();
