@@ -650,3 +650,31 @@ async fn hollow_cert_manager_issues_and_reissues_certificates() {
     })
     .await;
 }
+
+/// `kube-sim bench`'s measurement (`scale::run`, also the bare-client ceiling of `kuberay-bench scale`):
+/// every pod created, listed and seen by every watcher, and, with the agents on, seen Running by the first
+/// watcher (which reads the phase from dynamic objects).
+#[tokio::test]
+async fn scale_run_sees_every_pod_created_and_running() {
+    let sim = start(agents()).await;
+    let options = kube_sim::scale::ScaleOptions {
+        pods: 40,
+        clients: 4,
+        watchers: 2,
+        namespace: "default".into(),
+        settle_timeout: WAIT,
+        wait_running: true,
+    };
+    let report = kube_sim::scale::run(&sim.client(), &options).await;
+    assert_eq!(
+        (report.creates.created, report.creates.errors),
+        (40, 0),
+        "{:?}",
+        report.creates.first_error
+    );
+    assert_eq!(report.listed, 40);
+    assert_eq!(report.watcher_counts, vec![40, 40]);
+    assert!(report.watch_settle.is_some(), "watchers settled");
+    assert_eq!(report.running, 40);
+    assert!(report.all_running.is_some(), "every pod ran");
+}
