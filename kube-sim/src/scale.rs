@@ -2,8 +2,7 @@
 //! follow, against a `kube-sim serve` child process (so its memory is measured on its own).
 //!
 //! It reports create throughput and latency, the server's resident memory, and checks correctness:
-//! every pod is listed once, and every watcher saw every pod. `kuberay-bench` reuses [`create_pods`]
-//! as the "bare client" ceiling the operator's pod-creation rate is compared with.
+//! every pod is listed once, and every watcher saw every pod.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -277,4 +276,21 @@ pub fn process_memory(pid: u32) -> Option<(u64, u64)> {
             .map(|kb| kb * 1024)
     };
     Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed pod serializes to exactly the document the benchmark always sent.
+    #[test]
+    fn bench_pod_is_the_documented_pod() {
+        let expected = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p-1", "labels": {BENCH_LABEL: "run7"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+        });
+        assert_eq!(serde_json::to_value(bench_pod("p-1", "run7")).unwrap(), expected);
+    }
 }

@@ -651,9 +651,8 @@ async fn hollow_cert_manager_issues_and_reissues_certificates() {
     .await;
 }
 
-/// `kube-sim bench`'s measurement (`scale::run`, also the bare-client ceiling of `kuberay-bench scale`):
-/// every pod created, listed and seen by every watcher, and, with the agents on, seen Running by the first
-/// watcher (which reads the phase from dynamic objects).
+/// `kube-sim bench`'s measurement (`scale::run`): every pod created, listed and seen by every watcher, and,
+/// with the agents on, seen Running by the first watcher (which reads the phase from dynamic objects).
 #[tokio::test]
 async fn scale_run_sees_every_pod_created_and_running() {
     let sim = start(agents()).await;

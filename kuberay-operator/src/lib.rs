@@ -14,9 +14,9 @@ mod discovery;
 mod flags;
 mod manifests;
 mod ratelimit;
+mod rbac;
 // A rejected document ends the command, so its error's size (file, kind, name, field, message) is
 // not worth boxing.
-mod rbac;
 #[allow(clippy::result_large_err)]
 mod render;
 mod run;

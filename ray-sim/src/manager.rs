@@ -469,6 +469,8 @@ async fn run(shared: Arc<Shared>) {
 /// than from a decoded JSON value: a second decoder for the RayCluster and every pod type it embeds would
 /// compile for the value, here and in the benchmark that links this crate.
 pub(crate) fn stored_ray_cluster(stored: &kube_sim::store::StoredObject) -> serde_json::Result<ray_api::RayCluster> {
-    // The store serialized the bytes from a JSON value, so they are UTF-8 and the conversion borrows.
-    serde_json::from_str(&String::from_utf8_lossy(&stored.json))
+    // The store serialized the bytes from a JSON value, so they are UTF-8; should they ever not be, the
+    // object is unreadable rather than silently altered.
+    let text = std::str::from_utf8(&stored.json).map_err(<serde_json::Error as serde::de::Error>::custom)?;
+    serde_json::from_str(text)
 }
