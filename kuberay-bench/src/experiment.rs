@@ -126,13 +126,6 @@ pub fn worker_group(workers: i32) -> Value {
     })
 }
 
-/// Reads a JSON object built here (such as [`raycluster`]'s) as its type, through its text as kube-client reads
-/// responses: decoding it from the value instead would compile a second decoder for the RayCluster and every
-/// pod type it embeds.
-pub fn typed<K: serde::de::DeserializeOwned>(value: &Value) -> serde_json::Result<K> {
-    serde_json::from_str(&value.to_string())
-}
-
 /// The benchmark RayCluster (`ray.io/v1`) named `name` in `namespace` with `workers` workers.
 pub fn raycluster(name: &str, namespace: &str, experiment: u8, workers: i32) -> Value {
     let mut head = container("ray-head");
@@ -185,7 +178,7 @@ mod tests {
     #[test]
     fn template_parses_as_a_raycluster() {
         let value = raycluster("bench-e3-000", "default", 3, 4);
-        let cluster: ray_api::RayCluster = typed(&value).unwrap();
+        let cluster: ray_api::RayCluster = ray_reconcile::decode::decode_value(&value).unwrap();
         let groups = cluster.spec.worker_group_specs.unwrap();
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].group_name, GROUP);

@@ -257,7 +257,7 @@ fn status_fields(sim: &SimHandle, gvr: &Gvr, field: &str) -> anyhow::Result<Hash
 }
 
 async fn create(api: &Api<DynamicObject>, value: Value) -> anyhow::Result<()> {
-    let object: DynamicObject = crate::experiment::typed(&value)?;
+    let object: DynamicObject = ray_reconcile::decode::decode_value(&value)?;
     api.create(&PostParams::default(), &object).await?;
     Ok(())
 }

@@ -277,7 +277,7 @@ async fn apply(api: &Api<RayCluster>, experiment: u8, action: &Action) -> anyhow
     match action {
         Action::Create { name, workers } => {
             let cluster: RayCluster =
-                experiment::typed(&experiment::raycluster(name, NAMESPACE, experiment, *workers))?;
+                ray_reconcile::decode::decode_value(&experiment::raycluster(name, NAMESPACE, experiment, *workers))?;
             api.create(&PostParams::default(), &cluster)
                 .await
                 .with_context(|| format!("creating RayCluster {name}"))?;

@@ -260,7 +260,7 @@ fn scale_cluster(index: usize, workers: usize) -> anyhow::Result<RayCluster> {
     let mut value = experiment::raycluster(&name, NAMESPACE, SCALE_EXPERIMENT, workers as i32);
     // The memory experiments cap the group at 200; here the group is as large as asked.
     value["spec"]["workerGroupSpecs"][0]["maxReplicas"] = serde_json::json!(workers);
-    experiment::typed(&value).context("building the scale RayCluster")
+    ray_reconcile::decode::decode_value(&value).context("building the scale RayCluster")
 }
 
 /// What a bare-client phase creates, and from when it is timed.
