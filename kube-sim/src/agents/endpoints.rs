@@ -7,10 +7,12 @@
 //! selects and writes only what differs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::endpoint_pod::endpoint_fields;
 use super::service_selection::{ServiceSelection, selector_matches_with};
 use super::{Agent, Cache, Key, condition_true, is_terminal, is_terminating, node_name};
 use crate::kinds::Gvr;
@@ -54,6 +56,9 @@ pub(super) struct EndpointsController {
     /// Every Service's selector (decoded once per Service change) and the pods each selects (matched by their
     /// indexed labels, so a pod change decodes nothing).
     selection: ServiceSelection,
+    /// What the controllers read of every Service's current version ([`service_fields`]), decoded once per
+    /// change: a Service is recomputed at each change of its pods, far more often than it changes itself.
+    services: HashMap<Key, Arc<Value>>,
     /// What this controller last wrote per EndpointSlice and Endpoints (resource index, namespace, name): the
     /// stored version and the desired object it came from. The watch echo of its own write then marks nothing
     /// dirty, and a recomputation compares with what it wrote instead of decoding the stored copy.
@@ -66,7 +71,8 @@ struct Written {
     desired: Value,
 }
 
-/// A selected pod with its object decoded once per recomputation.
+/// A selected pod with the fields the controllers read of it ([`endpoint_fields`]), decoded once per
+/// recomputation.
 type Member<'a> = (&'a StoredObject, Value);
 
 impl EndpointsController {
@@ -76,6 +82,7 @@ impl EndpointsController {
             dirty: BTreeSet::new(),
             slices_of: BTreeMap::new(),
             selection: ServiceSelection::default(),
+            services: HashMap::new(),
             written: HashMap::new(),
         }
     }
@@ -88,8 +95,13 @@ impl EndpointsController {
     fn note(&mut self, kind: usize, key: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) {
         match kind {
             SERVICES => {
-                let selector = new.map(|svc| svc.value()["spec"]["selector"].take());
+                let decoded = new.map(|svc| Arc::new(service_fields(svc.value())));
+                let selector = decoded.as_ref().map(|svc| svc["spec"]["selector"].clone());
                 self.selection.service_changed(key, selector, &self.cache.maps[PODS]);
+                match decoded {
+                    Some(svc) => self.services.insert(key.clone(), svc),
+                    None => self.services.remove(key),
+                };
                 self.dirty.insert(key.clone());
             }
             ENDPOINTS => {
@@ -127,12 +139,15 @@ impl EndpointsController {
         }
     }
 
-    /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed. The Service and
-    /// each selected pod are decoded once.
+    /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed. The Service is
+    /// decoded once, and what the controllers read of each selected pod.
     fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
         let (ns, name) = key;
         let svc = self.cache.maps[SERVICES].get(key).cloned();
-        let selected = svc.as_ref().map(|s| (s, s.value())).filter(|(_, v)| has_selector(v));
+        let selected = svc
+            .as_ref()
+            .zip(self.services.get(key).cloned())
+            .filter(|(_, v)| has_selector(v));
         let Some((svc, svc_value)) = selected else {
             // Slices are owned by the Service and go with it; the Endpoints we wrote are removed here.
             let ours = self.cache.maps[ENDPOINTS]
@@ -147,7 +162,7 @@ impl EndpointsController {
             .selection
             .members(key)
             .filter_map(|k| self.cache.maps[PODS].get(k))
-            .map(|p| (p.as_ref(), p.value()))
+            .map(|p| (p.as_ref(), endpoint_fields(p)))
             .filter(|(_, value)| !is_terminal(value) && pod_ip(value).is_some())
             .collect();
         let groups = group_by_ports(&svc_value, &pods);
@@ -253,6 +268,22 @@ fn managed_slice_service(slice: &StoredObject) -> Option<&str> {
     (slice.label(MANAGED_BY_LABEL) == Some(MANAGED_BY))
         .then(|| slice.label(SERVICE_NAME_LABEL))
         .flatten()
+}
+
+/// The parts of a Service the controllers read (its labels; `spec.selector`, `ports`, `clusterIP` and
+/// `publishNotReadyAddresses`), in a document of the Service's shape.
+fn service_fields(mut svc: Value) -> Value {
+    let mut spec = Map::new();
+    for field in ["selector", "ports", "clusterIP", "publishNotReadyAddresses"] {
+        if let Some(value) = svc.get_mut("spec").and_then(|s| s.get_mut(field)) {
+            spec.insert(field.into(), value.take());
+        }
+    }
+    let labels = svc
+        .pointer_mut("/metadata/labels")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
+    json!({"metadata": {"labels": labels}, "spec": spec})
 }
 
 fn has_selector(svc: &Value) -> bool {
@@ -509,6 +540,29 @@ mod tests {
     fn slices(store: &Store) -> Vec<Value> {
         let listed = store.list(&endpoint_slices(), Some("ns"), &Default::default()).unwrap();
         listed.items.iter().map(|o| o.value()).collect()
+    }
+
+    /// A headless Service that publishes not-ready addresses: what the controllers keep of the Service still
+    /// marks its slice headless, carries its labels and counts a not-ready pod as ready.
+    #[test]
+    fn headless_services_publishing_not_ready_pods_keep_both_traits() {
+        let store = Store::new(crate::store::StoreConfig::default());
+        store.create_namespace("ns").unwrap();
+        let svc = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "head", "labels": {"team": "ray"}},
+            "spec": {"selector": {"app": "ray"}, "clusterIP": "None", "publishNotReadyAddresses": true,
+                     "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}});
+        store.create(&Gvr::services(), Some("ns"), svc).unwrap();
+        let mut controller = EndpointsController::new(&store);
+        running_pod(&store, "head-0", "10.0.0.7", false);
+        controller.pass(&store);
+        let slice = &slices(&store)[0];
+        assert_eq!(slice["metadata"]["labels"][HEADLESS_LABEL], json!(""));
+        assert_eq!(slice["metadata"]["labels"]["team"], json!("ray"));
+        assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(true));
+        assert_eq!(slice["ports"][0]["port"], json!(8265));
+        let endpoints = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
+        assert_eq!(endpoints["subsets"][0]["addresses"][0]["ip"], json!("10.0.0.7"));
     }
 
     #[test]

@@ -32,6 +32,7 @@
 pub mod cert_manager;
 mod daemonset;
 pub mod deployment;
+mod endpoint_pod;
 pub mod endpoints;
 mod hooks;
 mod job;

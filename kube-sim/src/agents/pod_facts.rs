@@ -66,8 +66,9 @@ impl PodFacts {
 
 /// `T` read only from a JSON object. serde's derived struct readers also accept an array (fields in order);
 /// the simulator's other readers see nothing in an array where an object belongs, so neither may this one:
-/// anything else is an error, and [`PodFacts::of`] then reads the decoded document instead.
-struct ObjectOnly<T>(T);
+/// anything else is an error, and the partial readers ([`PodFacts::of`], `endpoint_pod`) then read the decoded
+/// document instead.
+pub(super) struct ObjectOnly<T>(pub(super) T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -95,14 +96,21 @@ impl<T: Default> Default for ObjectOnly<T> {
     }
 }
 
-/// The parts of a pod document [`PodFacts`] reads; everything else is skipped unparsed.
+/// The three parts of a pod document a partial reader reads (as `M`, `S` and `T`, each only from an object);
+/// everything else is skipped unparsed, and a missing part reads as its default.
 #[derive(Deserialize, Default)]
-#[serde(default)]
-struct PodView {
-    metadata: ObjectOnly<MetaView>,
-    spec: ObjectOnly<SpecView>,
-    status: ObjectOnly<StatusView>,
+#[serde(
+    default,
+    bound(deserialize = "M: Deserialize<'de> + Default, S: Deserialize<'de> + Default, T: Deserialize<'de> + Default")
+)]
+pub(super) struct PodParts<M, S, T> {
+    pub(super) metadata: ObjectOnly<M>,
+    pub(super) spec: ObjectOnly<S>,
+    pub(super) status: ObjectOnly<T>,
 }
+
+/// The parts of a pod document [`PodFacts`] reads.
+type PodView = PodParts<MetaView, SpecView, StatusView>;
 
 /// The read parts of `metadata`.
 #[derive(Deserialize, Default)]
