@@ -140,7 +140,7 @@ impl EndpointsController {
     }
 
     /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed. The Service is
-    /// decoded once, and what the controllers read of each selected pod.
+    /// read as its last change left it (`services`), and each selected pod once ([`endpoint_fields`]).
     fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
         let (ns, name) = key;
         let svc = self.cache.maps[SERVICES].get(key).cloned();
@@ -563,6 +563,27 @@ mod tests {
         assert_eq!(slice["ports"][0]["port"], json!(8265));
         let endpoints = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
         assert_eq!(endpoints["subsets"][0]["addresses"][0]["ip"], json!("10.0.0.7"));
+    }
+
+    /// A Service change that keeps its selector still reaches the slices: what the controllers keep of the
+    /// Service follows every change, not only the selector's.
+    #[test]
+    fn a_service_change_that_keeps_its_selector_rewrites_ports_and_labels() {
+        let (store, mut controller) = service_fixture();
+        running_pod(&store, "head-0", "10.0.0.7", true);
+        controller.pass(&store);
+        assert_eq!(slices(&store)[0]["ports"][0]["port"], json!(8265));
+        let mut svc = store.get(&Gvr::services(), Some("ns"), "head").unwrap().value();
+        svc["metadata"]["labels"] = json!({"team": "ray"});
+        svc["spec"]["ports"] = json!([{"name": "gcs", "port": 6379, "targetPort": 6380}]);
+        store.update(&Gvr::services(), Some("ns"), svc, None).unwrap();
+        controller.pass(&store);
+        let slice = &slices(&store)[0];
+        assert_eq!(
+            slice["ports"],
+            json!([{"name": "gcs", "port": 6380, "protocol": "TCP"}])
+        );
+        assert_eq!(slice["metadata"]["labels"]["team"], json!("ray"));
     }
 
     #[test]
