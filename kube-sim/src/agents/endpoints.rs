@@ -511,14 +511,26 @@ mod tests {
     /// A store with namespace `ns`, a Service `head` selecting `app=ray` on port `dashboard`, and the
     /// controller's first pass done.
     fn service_fixture() -> (Store, EndpointsController) {
+        fixture_with_service(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "head"},
+            "spec": {"selector": {"app": "ray"}, "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}}),
+        )
+    }
+
+    /// A store with namespace `ns` holding `svc`, and the controller's first pass done.
+    fn fixture_with_service(svc: Value) -> (Store, EndpointsController) {
         let store = Store::new(crate::store::StoreConfig::default());
         store.create_namespace("ns").unwrap();
-        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "head"},
-            "spec": {"selector": {"app": "ray"}, "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}});
         store.create(&Gvr::services(), Some("ns"), svc).unwrap();
         let mut controller = EndpointsController::new(&store);
         controller.pass(&store);
         (store, controller)
+    }
+
+    /// The first subset of the legacy Endpoints of Service `head` (its `addresses` and `notReadyAddresses`).
+    fn legacy_addresses(store: &Store) -> Value {
+        let legacy = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
+        legacy["subsets"][0].clone()
     }
 
     /// Creates pod `name` labelled `app=ray` with a `dashboard` port, then sets its IP and Ready condition.
@@ -546,14 +558,10 @@ mod tests {
     /// marks its slice headless, carries its labels and counts a not-ready pod as ready.
     #[test]
     fn headless_services_publishing_not_ready_pods_keep_both_traits() {
-        let store = Store::new(crate::store::StoreConfig::default());
-        store.create_namespace("ns").unwrap();
-        let svc = json!({"apiVersion": "v1", "kind": "Service",
+        let (store, mut controller) = fixture_with_service(json!({"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "head", "labels": {"team": "ray"}},
             "spec": {"selector": {"app": "ray"}, "clusterIP": "None", "publishNotReadyAddresses": true,
-                     "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}});
-        store.create(&Gvr::services(), Some("ns"), svc).unwrap();
-        let mut controller = EndpointsController::new(&store);
+                     "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}}));
         running_pod(&store, "head-0", "10.0.0.7", false);
         controller.pass(&store);
         let slice = &slices(&store)[0];
@@ -561,8 +569,7 @@ mod tests {
         assert_eq!(slice["metadata"]["labels"]["team"], json!("ray"));
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(true));
         assert_eq!(slice["ports"][0]["port"], json!(8265));
-        let endpoints = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
-        assert_eq!(endpoints["subsets"][0]["addresses"][0]["ip"], json!("10.0.0.7"));
+        assert_eq!(legacy_addresses(&store)["addresses"][0]["ip"], json!("10.0.0.7"));
     }
 
     /// A Service change that keeps its selector still reaches the slices: what the controllers keep of the
@@ -595,8 +602,7 @@ mod tests {
         assert_eq!(slice["endpoints"][0]["addresses"], json!(["10.0.0.7"]));
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(true));
         assert_eq!(slice["ports"][0]["port"], json!(8265));
-        let legacy = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
-        assert_eq!(legacy["subsets"][0]["addresses"][0]["ip"], json!("10.0.0.7"));
+        assert_eq!(legacy_addresses(&store)["addresses"][0]["ip"], json!("10.0.0.7"));
         // The watch echoes of those two writes mark nothing dirty, so the next pass has nothing to recompute.
         let before = store.current_rv();
         for change in controller.cache.sync() {
@@ -622,8 +628,10 @@ mod tests {
         controller.pass(&store);
         let slice = &slices(&store)[0];
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(false));
-        let legacy = store.get(&endpoints(), Some("ns"), "head").unwrap().value();
-        assert_eq!(legacy["subsets"][0]["notReadyAddresses"][0]["ip"], json!("10.0.0.7"));
+        assert_eq!(
+            legacy_addresses(&store)["notReadyAddresses"][0]["ip"],
+            json!("10.0.0.7")
+        );
     }
 
     #[test]
