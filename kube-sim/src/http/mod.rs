@@ -597,9 +597,14 @@ impl Ctx {
         protobuf::decode_body(&self.content_type, &self.body, target)
     }
 
+    /// Whether the client prefers protobuf for a built-in kind.
+    fn prefers_protobuf(&self) -> bool {
+        protobuf::negotiate(&self.accept, false).ok() == Some(protobuf::Output::Protobuf)
+    }
+
     /// `value` as protobuf when the client prefers it and its kind has a protobuf form.
     fn protobuf_response(&self, code: u16, value: &Value) -> Option<Response<Body>> {
-        if protobuf::negotiate(&self.accept, false).ok()? != protobuf::Output::Protobuf {
+        if !self.prefers_protobuf() {
             return None;
         }
         let bytes = protobuf::encode_object(value)
@@ -646,14 +651,17 @@ impl Ctx {
             self.protobuf_response(code, &meta)
                 .unwrap_or_else(|| value_response(code, &meta))
         } else {
-            self.protobuf_response(code, &obj.value())
+            // Decoded only for a protobuf client: a JSON client gets the stored bytes as they are.
+            self.prefers_protobuf()
+                .then(|| self.protobuf_response(code, &obj.value()))
+                .flatten()
                 .unwrap_or_else(|| json_response(code, obj.json.clone()))
         }
     }
 
     /// A list, as protobuf when the client prefers it for a built-in kind.
     fn list_response(&self, info: &ResourceInfo, res: &ListResult) -> Response<Body> {
-        if !info.custom && protobuf::negotiate(&self.accept, false).ok() == Some(protobuf::Output::Protobuf) {
+        if !info.custom && self.prefers_protobuf() {
             let mut list: Value = serde_json::from_slice(&self.list_body(
                 info,
                 &ListResult {

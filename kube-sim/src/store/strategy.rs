@@ -871,10 +871,11 @@ pub(super) fn default_pod(obj: &mut Value) {
 }
 
 fn qos_class(spec: &Value) -> &'static str {
-    let containers = spec["containers"].as_array().cloned().unwrap_or_default();
+    // Borrowed, not cloned: this runs on every pod create.
+    let containers = spec["containers"].as_array().map(Vec::as_slice).unwrap_or_default();
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
-    for c in &containers {
+    for c in containers {
         let req = &c["resources"]["requests"];
         let lim = &c["resources"]["limits"];
         for r in ["cpu", "memory"] {
