@@ -13,6 +13,7 @@ mod operator;
 mod progress;
 mod published;
 mod report;
+mod rounds;
 mod run;
 mod scale;
 
@@ -146,6 +147,11 @@ struct ScaleArgs {
     /// More threads than CPUs only adds wake-ups and context switches between them.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     sim_threads: Option<u16>,
+    /// Run the bare clients and every setting this many times, alternating which goes first, and report each
+    /// setting's median ratio to the bare clients of the same round with its lowest and highest: on a shared
+    /// machine one round's ratio moves with the machine.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: u16,
 }
 
 impl ScaleArgs {
@@ -419,6 +425,7 @@ async fn scale(args: ScaleArgs, cpu_split: Option<cpu_split::CpuSplit>, sim_thre
         work_dir,
         cpu_split,
         sim_threads,
+        rounds: usize::from(args.rounds),
     };
     let result = scale::run(&options).await?;
     run::print_and_write(&args.output, "scale", &scale::markdown(&result), &result)

@@ -22,6 +22,7 @@ use crate::cpu_split::CpuSplit;
 use crate::experiment;
 use crate::operator::Operator;
 use crate::progress::{FOLLOW_INTERVAL, Progress, ProgressFollower, Targets};
+use crate::rounds::{self, SettingSpread};
 use crate::run::{self, NAMESPACE};
 
 /// How often progress is sampled.
@@ -56,6 +57,8 @@ pub struct ScaleOptions {
     pub cpu_split: Option<CpuSplit>,
     /// Worker threads of the simulator's runtime (this process's).
     pub sim_threads: usize,
+    /// How many times to run the bare clients and every setting (at least once).
+    pub rounds: usize,
 }
 
 impl ScaleOptions {
@@ -154,6 +157,18 @@ impl Traffic {
     }
 }
 
+/// One round of a scale run: both bare-client ceilings and every operator setting, each on a fresh kube-sim.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRound {
+    /// The bare-client ceiling: the pods alone, timed from the first pod create.
+    pub bare: PhaseResult,
+    /// The like-for-like ceiling: a bare client that creates what the operator phases time (the RayClusters,
+    /// each one's head Service and its pods), timed from the first RayCluster create.
+    pub bare_same_objects: PhaseResult,
+    /// One per operator setting.
+    pub operator: Vec<PhaseResult>,
+}
+
 /// A whole scale run.
 #[derive(Clone, Debug, Serialize)]
 pub struct ScaleResult {
@@ -163,20 +178,19 @@ pub struct ScaleResult {
     pub workers_per_cluster: usize,
     /// Hollow nodes.
     pub nodes: usize,
-    /// The bare-client ceiling: the pods alone, timed from the first pod create.
-    pub bare: PhaseResult,
-    /// The like-for-like ceiling: a bare client that creates what the operator phases time (the RayClusters,
-    /// each one's head Service and its pods), timed from the first RayCluster create.
-    pub bare_same_objects: PhaseResult,
     /// How the machine's CPUs were shared (`--cpu-split`), or `None` when every process shared every core.
     pub cpu_split: Option<String>,
     /// Worker threads of the simulator's runtime.
     pub sim_threads: usize,
-    /// One per operator setting.
-    pub operator: Vec<PhaseResult>,
+    /// Every round, in the order they ran.
+    pub rounds: Vec<ScaleRound>,
+    /// Each operator setting's ratios over the rounds.
+    pub spreads: Vec<SettingSpread>,
 }
 
-/// Runs the bare-client ceiling, then the operator once per setting, each on a fresh kube-sim.
+/// Runs `options.rounds` rounds of the bare-client ceilings and the operator once per setting, each phase on a
+/// fresh kube-sim. Odd rounds run the ceilings first and even rounds the operator first, so that a machine
+/// slowing down (or speeding up) over the run favours neither side.
 pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
     eprintln!(
         "kuberay-bench scale: {} RayClusters x {} workers = {} pods on {} hollow nodes",
@@ -189,27 +203,77 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
         eprintln!("kuberay-bench scale: {}", split.describe());
     }
     eprintln!("kuberay-bench scale: {}", worker_threads(options.sim_threads));
-    let bare = bare_client_phase(options, Ceiling::PodsOnly).await?;
-    print_phase(&bare, &[]);
-    let bare_same_objects = bare_client_phase(options, Ceiling::SameObjects).await?;
-    print_phase(&bare_same_objects, &[]);
-    let ceilings = [&bare, &bare_same_objects];
-    let mut operator = Vec::new();
-    for (index, setting) in options.settings.iter().enumerate() {
-        let phase = operator_phase(options, index, setting).await?;
-        print_phase(&phase, &ceilings);
-        operator.push(phase);
+    let count = options.rounds.max(1);
+    let mut rounds = Vec::with_capacity(count);
+    for number in 1..=count {
+        if count > 1 {
+            eprintln!("kuberay-bench scale: round {number} of {count}");
+        }
+        let operator_first = number.is_multiple_of(2);
+        let mut operator = Vec::new();
+        if operator_first {
+            operator = operator_phases(options, None).await?;
+        }
+        let bare = bare_client_phase(options, Ceiling::PodsOnly).await?;
+        print_phase(&bare, &[]);
+        let bare_same_objects = bare_client_phase(options, Ceiling::SameObjects).await?;
+        print_phase(&bare_same_objects, &[]);
+        if operator_first {
+            for phase in &operator {
+                print_ratios(phase, &bare, &bare_same_objects);
+            }
+        } else {
+            operator = operator_phases(options, Some((&bare, &bare_same_objects))).await?;
+        }
+        rounds.push(ScaleRound {
+            bare,
+            bare_same_objects,
+            operator,
+        });
+    }
+    let spreads = rounds::summarize(&rounds);
+    if count > 1 {
+        for spread in &spreads {
+            eprintln!(
+                "{} over {count} rounds: median {:.0}% ({:.0}-{:.0}%) of the pods-only bare client's rate, {:.0}% \
+                 ({:.0}-{:.0}%) of the same-objects one's",
+                spread.label,
+                spread.percent_of_pods_only.median,
+                spread.percent_of_pods_only.min,
+                spread.percent_of_pods_only.max,
+                spread.percent_of_same_objects.median,
+                spread.percent_of_same_objects.min,
+                spread.percent_of_same_objects.max,
+            );
+        }
     }
     Ok(ScaleResult {
         clusters: options.clusters,
         workers_per_cluster: options.workers_per_cluster,
         nodes: options.nodes,
-        bare,
-        bare_same_objects,
         cpu_split: options.cpu_split.as_ref().map(CpuSplit::describe),
         sim_threads: options.sim_threads,
-        operator,
+        rounds,
+        spreads,
     })
+}
+
+/// The operator once per setting, each printed as it ends (with its ratios when the round's ceilings are
+/// already known).
+async fn operator_phases(
+    options: &ScaleOptions,
+    ceilings: Option<(&PhaseResult, &PhaseResult)>,
+) -> anyhow::Result<Vec<PhaseResult>> {
+    let mut phases = Vec::with_capacity(options.settings.len());
+    for (index, setting) in options.settings.iter().enumerate() {
+        let phase = operator_phase(options, index, setting).await?;
+        match ceilings {
+            Some((pods_only, same_objects)) => print_phase(&phase, &[pods_only, same_objects]),
+            None => print_phase(&phase, &[]),
+        }
+        phases.push(phase);
+    }
+    Ok(phases)
 }
 
 /// The flags that give one setting, and its label.
@@ -614,7 +678,7 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// `phase`'s rate as a percentage of `ceiling`'s.
-fn percent_of(phase: &PhaseResult, ceiling: &PhaseResult) -> f64 {
+pub(crate) fn percent_of(phase: &PhaseResult, ceiling: &PhaseResult) -> f64 {
     100.0 * phase.pods_per_sec / ceiling.pods_per_sec
 }
 
@@ -645,6 +709,16 @@ fn print_phase(phase: &PhaseResult, ceilings: &[&PhaseResult]) {
     );
 }
 
+/// The ratios of an operator phase that ran before its round's ceilings, once they are known.
+fn print_ratios(phase: &PhaseResult, pods_only: &PhaseResult, same_objects: &PhaseResult) {
+    eprintln!(
+        "{}: {:.0}% of the pods-only bare client's rate, {:.0}% of the same-objects one's",
+        phase.label,
+        percent_of(phase, pods_only),
+        percent_of(phase, same_objects)
+    );
+}
+
 /// `1 worker thread`, `2 worker threads`.
 fn worker_threads(n: usize) -> String {
     match n {
@@ -653,24 +727,46 @@ fn worker_threads(n: usize) -> String {
     }
 }
 
-/// The Markdown table of a run.
+/// The Markdown report of a run: the spread over the rounds (when there are several), then each round's table.
 pub fn markdown(result: &ScaleResult) -> String {
     let cpus = match &result.cpu_split {
         Some(split) => format!("CPUs split: {split}."),
         None => "Every process shared every core.".to_owned(),
     };
     let threads = format!("The simulator's runtime had {}.", worker_threads(result.sim_threads));
+    let pods = result.clusters * (result.workers_per_cluster + 1);
     let mut out = format!(
-        "## Scale: {} RayClusters × {} workers = {} pods on {} hollow nodes\n\n{cpus} {threads} Rates are pods over the time \
-         until every pod existed; the operator phases and the same-objects bare client are timed from the first \
-         RayCluster create, the pods-only bare client from its first pod create.\n\n\
-         | run | pods created (s) | pods/s | % of bare client, pods only | % of bare client, same objects | all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | client thread CPU (s) | kube-sim CPU (s) | kube-sim process RSS (MiB) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        result.clusters, result.workers_per_cluster, result.bare.pods, result.nodes
+        "## Scale: {} RayClusters × {} workers = {pods} pods on {} hollow nodes\n\n{cpus} {threads} Rates are pods \
+         over the time until every pod existed; the operator phases and the same-objects bare client are timed \
+         from the first RayCluster create, the pods-only bare client from its first pod create.\n\n",
+        result.clusters, result.workers_per_cluster, result.nodes
     );
-    let phases = [&result.bare, &result.bare_same_objects]
+    out.push_str(&rounds::markdown(&result.spreads, result.rounds.len()));
+    let count = result.rounds.len();
+    for (index, round) in result.rounds.iter().enumerate() {
+        if count > 1 {
+            let order = if (index + 1).is_multiple_of(2) {
+                "operator first"
+            } else {
+                "bare clients first"
+            };
+            out.push_str(&format!("### Round {} of {count} ({order})\n\n", index + 1));
+        }
+        out.push_str(&round_markdown(round));
+    }
+    out
+}
+
+/// The table of one round: every phase against the round's two ceilings, then the operator phases' traffic.
+fn round_markdown(round: &ScaleRound) -> String {
+    let mut out = "| run | pods created (s) | pods/s | % of bare client, pods only | % of bare client, same objects | \
+                   all Running (s) | all ready (s) | operator RSS end / peak (MiB) | operator CPU (s) | client thread \
+                   CPU (s) | kube-sim CPU (s) | kube-sim process RSS (MiB) |\n\
+                   |---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        .to_owned();
+    let phases = [&round.bare, &round.bare_same_objects]
         .into_iter()
-        .chain(&result.operator);
+        .chain(&round.operator);
     for phase in phases {
         let opt = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
         let rss = match (phase.operator_rss_bytes, phase.operator_peak_rss_bytes) {
@@ -682,8 +778,8 @@ pub fn markdown(result: &ScaleResult) -> String {
             phase.label,
             phase.all_created_secs,
             phase.pods_per_sec,
-            percent_of(phase, &result.bare),
-            percent_of(phase, &result.bare_same_objects),
+            percent_of(phase, &round.bare),
+            percent_of(phase, &round.bare_same_objects),
             phase.all_running_secs,
             opt(phase.all_ready_secs),
             opt(phase.operator_cpu_secs),
@@ -692,7 +788,8 @@ pub fn markdown(result: &ScaleResult) -> String {
             mib(phase.sim_rss_bytes),
         ));
     }
-    out.push_str(&traffic_markdown(&result.operator));
+    out.push_str(&traffic_markdown(&round.operator));
+    out.push('\n');
     out
 }
 
@@ -789,15 +886,19 @@ mod tests {
             operator_peak_rss_bytes: Some(12 * 1_048_576),
             ..timed_phase("operator, unlimited (--qps=-1)", 100, 2.0)
         };
+        let rounds = vec![ScaleRound {
+            bare,
+            bare_same_objects,
+            operator: vec![operator],
+        }];
         let table = markdown(&ScaleResult {
             clusters: 1,
             workers_per_cluster: 99,
             nodes: 2,
-            bare,
-            bare_same_objects,
             cpu_split: Some("simulator on CPU 0, clients on CPU 1".into()),
             sim_threads: 1,
-            operator: vec![operator],
+            spreads: rounds::summarize(&rounds),
+            rounds,
         });
         assert!(table.contains("| 100% | 150% |"), "{table}");
         assert!(table.contains("| 67% | 100% |"), "{table}");
@@ -810,6 +911,50 @@ mod tests {
         );
         assert!(table.contains("10.0 / 12.0"), "{table}");
         assert!(!table.contains("API traffic"), "no phase measured its traffic: {table}");
+        assert!(
+            !table.contains("Round") && !table.contains("rounds"),
+            "one round has no spread: {table}"
+        );
+    }
+
+    #[test]
+    fn several_rounds_get_their_spread_and_a_table_each() {
+        let round = |operator_secs| ScaleRound {
+            bare: timed_phase("bare client, pods only (16 creators)", 100, 1.0),
+            bare_same_objects: timed_phase("bare client, same objects (16 creators)", 100, 1.0),
+            operator: vec![timed_phase("operator, unlimited (--qps=-1)", 100, operator_secs)],
+        };
+        let rounds = vec![round(1.0), round(2.0), round(4.0)];
+        let table = markdown(&ScaleResult {
+            clusters: 1,
+            workers_per_cluster: 99,
+            nodes: 2,
+            cpu_split: None,
+            sim_threads: 2,
+            spreads: rounds::summarize(&rounds),
+            rounds,
+        });
+        assert!(
+            table.contains("| operator, unlimited (--qps=-1) | 50% (25-100%) | 50% (25-100%) | - |"),
+            "{table}"
+        );
+        for heading in [
+            "### Round 1 of 3 (bare clients first)",
+            "### Round 2 of 3 (operator first)",
+            "### Round 3 of 3 (bare clients first)",
+        ] {
+            assert!(table.contains(heading), "{heading}: {table}");
+        }
+        assert_eq!(
+            table.matches("\n| operator, unlimited (--qps=-1) | 1.0 |").count(),
+            1,
+            "{table}"
+        );
+        assert_eq!(
+            table.matches("| bare client, pods only (16 creators) |").count(),
+            3,
+            "{table}"
+        );
     }
 
     #[test]
