@@ -167,6 +167,8 @@ pub struct ScaleRound {
     pub bare_same_objects: PhaseResult,
     /// One per operator setting.
     pub operator: Vec<PhaseResult>,
+    /// Whether the operator phases ran before the ceilings (even rounds) rather than after them.
+    pub operator_first: bool,
 }
 
 /// A whole scale run.
@@ -229,6 +231,7 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
             bare,
             bare_same_objects,
             operator,
+            operator_first,
         });
     }
     let spreads = rounds::summarize(&rounds);
@@ -505,7 +508,7 @@ async fn bare_client_phase(options: &ScaleOptions, ceiling: Ceiling) -> anyhow::
         pods: options.pods(),
         all_created_secs,
         all_running_secs,
-        pods_per_sec: options.pods() as f64 / all_created_secs,
+        pods_per_sec: options.pods() as f64 / all_created_secs.max(f64::EPSILON),
         sim_rss_bytes: own_rss(),
         sim_cpu_secs: cpu_since(sim_cpu_before).map(|cpu| cpu - client_cpu_secs - follower_cpu_secs),
         client_cpu_secs: Some(client_cpu_secs),
@@ -745,7 +748,7 @@ pub fn markdown(result: &ScaleResult) -> String {
     let count = result.rounds.len();
     for (index, round) in result.rounds.iter().enumerate() {
         if count > 1 {
-            let order = if (index + 1).is_multiple_of(2) {
+            let order = if round.operator_first {
                 "operator first"
             } else {
                 "bare clients first"
@@ -890,6 +893,7 @@ mod tests {
             bare,
             bare_same_objects,
             operator: vec![operator],
+            operator_first: false,
         }];
         let table = markdown(&ScaleResult {
             clusters: 1,
@@ -919,12 +923,17 @@ mod tests {
 
     #[test]
     fn several_rounds_get_their_spread_and_a_table_each() {
-        let round = |operator_secs| ScaleRound {
+        let round = |operator_secs, operator_first| ScaleRound {
             bare: timed_phase("bare client, pods only (16 creators)", 100, 1.0),
-            bare_same_objects: timed_phase("bare client, same objects (16 creators)", 100, 1.0),
+            bare_same_objects: timed_phase(
+                "bare client, RayClusters + head Services + pods (16 creators)",
+                100,
+                1.0,
+            ),
             operator: vec![timed_phase("operator, unlimited (--qps=-1)", 100, operator_secs)],
+            operator_first,
         };
-        let rounds = vec![round(1.0), round(2.0), round(4.0)];
+        let rounds = vec![round(1.0, false), round(2.0, true), round(4.0, false)];
         let table = markdown(&ScaleResult {
             clusters: 1,
             workers_per_cluster: 99,

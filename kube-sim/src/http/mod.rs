@@ -650,12 +650,13 @@ impl Ctx {
             let meta = obj.partial_metadata();
             self.protobuf_response(code, &meta)
                 .unwrap_or_else(|| value_response(code, &meta))
+        } else if self.prefers_protobuf()
+            && let Some(response) = self.protobuf_response(code, &obj.value())
+        {
+            response
         } else {
-            // Decoded only for a protobuf client: a JSON client gets the stored bytes as they are.
-            self.prefers_protobuf()
-                .then(|| self.protobuf_response(code, &obj.value()))
-                .flatten()
-                .unwrap_or_else(|| json_response(code, obj.json.clone()))
+            // Decoded above only for a protobuf client: a JSON client gets the stored bytes as they are.
+            json_response(code, obj.json.clone())
         }
     }
 
