@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::scale::{PhaseResult, ScaleRound, percent_of};
+use crate::scale::{PhaseResult, ScaleRound, mib, percent_of};
 
 /// The median, lowest and highest of a set of figures.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -36,6 +36,13 @@ impl Spread {
             min: first,
             max: last,
         })
+    }
+}
+
+impl std::fmt::Display for Spread {
+    /// A spread of percentages: `78% (75-80%)`, the median, then the lowest and highest.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.0}% ({:.0}-{:.0}%)", self.median, self.min, self.max)
     }
 }
 
@@ -76,7 +83,7 @@ pub fn summarize(rounds: &[ScaleRound]) -> Vec<SettingSpread> {
                     .iter()
                     .filter_map(|(_, phase)| phase.operator_peak_rss_bytes)
                     .max()
-                    .map(|bytes| bytes as f64 / 1_048_576.0),
+                    .map(mib),
             })
         })
         .collect()
@@ -93,13 +100,12 @@ pub fn markdown(spreads: &[SettingSpread], rounds: usize) -> String {
          | run | % of bare client, pods only | % of bare client, same objects | highest operator peak RSS (MiB) |\n\
          |---|---|---|---|\n"
     );
-    let spread = |s: &Spread| format!("{:.0}% ({:.0}-{:.0}%)", s.median, s.min, s.max);
     for setting in spreads {
         out.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             setting.label,
-            spread(&setting.percent_of_pods_only),
-            spread(&setting.percent_of_same_objects),
+            setting.percent_of_pods_only,
+            setting.percent_of_same_objects,
             setting
                 .highest_peak_rss_mib
                 .map_or("-".to_owned(), |mib| format!("{mib:.1}")),

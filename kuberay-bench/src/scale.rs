@@ -64,8 +64,13 @@ pub struct ScaleOptions {
 impl ScaleOptions {
     /// Ray pods in total (heads included).
     pub fn pods(&self) -> usize {
-        self.clusters * (self.workers_per_cluster + 1)
+        total_pods(self.clusters, self.workers_per_cluster)
     }
+}
+
+/// The Ray pods of `clusters` RayClusters of `workers_per_cluster` workers each, heads included.
+fn total_pods(clusters: usize, workers_per_cluster: usize) -> usize {
+    clusters * (workers_per_cluster + 1)
 }
 
 /// One way of running the operator.
@@ -238,15 +243,8 @@ pub async fn run(options: &ScaleOptions) -> anyhow::Result<ScaleResult> {
     if count > 1 {
         for spread in &spreads {
             eprintln!(
-                "{} over {count} rounds: median {:.0}% ({:.0}-{:.0}%) of the pods-only bare client's rate, {:.0}% \
-                 ({:.0}-{:.0}%) of the same-objects one's",
-                spread.label,
-                spread.percent_of_pods_only.median,
-                spread.percent_of_pods_only.min,
-                spread.percent_of_pods_only.max,
-                spread.percent_of_same_objects.median,
-                spread.percent_of_same_objects.min,
-                spread.percent_of_same_objects.max,
+                "{} over {count} rounds: median {} of the pods-only bare client's rate, {} of the same-objects one's",
+                spread.label, spread.percent_of_pods_only, spread.percent_of_same_objects,
             );
         }
     }
@@ -676,7 +674,8 @@ fn cpu_since(before: Option<f64>) -> Option<f64> {
     Some(own_cpu()? - before?)
 }
 
-fn mib(bytes: u64) -> f64 {
+/// `bytes` in MiB.
+pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
 }
 
@@ -737,7 +736,7 @@ pub fn markdown(result: &ScaleResult) -> String {
         None => "Every process shared every core.".to_owned(),
     };
     let threads = format!("The simulator's runtime had {}.", worker_threads(result.sim_threads));
-    let pods = result.clusters * (result.workers_per_cluster + 1);
+    let pods = total_pods(result.clusters, result.workers_per_cluster);
     let mut out = format!(
         "## Scale: {} RayClusters × {} workers = {pods} pods on {} hollow nodes\n\n{cpus} {threads} Rates are pods \
          over the time until every pod existed; the operator phases and the same-objects bare client are timed \

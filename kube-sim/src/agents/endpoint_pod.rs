@@ -3,9 +3,9 @@
 //!
 //! A Service's EndpointSlice and Endpoints are recomputed from its pods at every change of one of them
 //! (creation, binding, each kubelet status write), and a pod document is mostly what the controllers never
-//! read (environment, probes, volumes, resources). Decoding each whole into a `serde_json::Value` (and the Service
-//! each time) was over a third of the controllers' CPU with a head Service per RayCluster; this reads only the fields they use into a small
-//! document of the same shape, so the controllers' readers are unchanged.
+//! read (environment, probes, volumes, resources). Decoding each whole into a `serde_json::Value` (and the
+//! Service each time) was over a third of the controllers' CPU with a head Service per RayCluster; this reads
+//! only the fields they use into a small document of the same shape, so the controllers' readers are unchanged.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
