@@ -1,22 +1,24 @@
 //! What the EndpointSlice and Endpoints controllers read of a selected pod, decoded straight from the stored
 //! JSON.
 //!
-//! A Service's EndpointSlice and Endpoints are recomputed from its pods at every change of one of them
-//! (creation, binding, each kubelet status write), and a pod document is mostly what the controllers never
-//! read (environment, probes, volumes, resources). Decoding each whole into a `serde_json::Value` (and the
-//! Service each time) was over a third of the controllers' CPU with a head Service per RayCluster; this reads
-//! only the fields they use into a small document of the same shape, so the controllers' readers are unchanged.
+//! Every change of a selected pod (creation, binding, each kubelet status write) is read here, and a pod
+//! document is mostly what the controllers never read (environment, probes, volumes, resources). Decoding each
+//! whole into a `serde_json::Value` (and the Service each time) was over a third of the controllers' CPU with a
+//! head Service per RayCluster; this reads only the fields they use into a small document of the same shape, so
+//! the controllers' readers are unchanged, and a change that leaves those fields alone reads the same.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::pod_facts::{ObjectOnly, PodParts};
 use crate::store::StoredObject;
 
 /// The fields of `pod` the EndpointSlice and Endpoints controllers read, as a document of the pod's own shape
 /// (`metadata.deletionTimestamp`; `spec.nodeName`, `hostname`, `subdomain` and each container's `ports`;
-/// `status.phase`, `podIP` and `conditions`). A document that does not have the expected shape is decoded
-/// whole instead, so it reads exactly as before.
+/// `status.phase`, `podIP`, and of `conditions` only whether the pod is Ready, as one `Ready` condition). Two
+/// versions of a pod that read alike then compare equal, whatever else changed (a condition's timestamps, a
+/// container's state). A document that does not have the expected shape is decoded whole instead, so it reads
+/// exactly as before.
 pub(super) fn endpoint_fields(pod: &StoredObject) -> Value {
     match serde_json::from_slice::<ObjectOnly<PodView>>(&pod.json) {
         Ok(view) => into_document(view.0),
@@ -85,12 +87,22 @@ fn into_document(view: PodView) -> Value {
     let mut status_doc = Map::new();
     put(&mut status_doc, "phase", status.phase);
     put(&mut status_doc, "podIP", status.pod_ip);
-    put(&mut status_doc, "conditions", status.conditions);
+    if status.conditions.as_ref().is_some_and(is_ready) {
+        status_doc.insert("conditions".into(), json!([{"type": "Ready", "status": "True"}]));
+    }
     let mut doc = Map::new();
     doc.insert("metadata".into(), Value::Object(meta));
     doc.insert("spec".into(), Value::Object(spec_doc));
     doc.insert("status".into(), Value::Object(status_doc));
     Value::Object(doc)
+}
+
+/// Whether a pod's `status.conditions` has a `Ready` condition with status `True` (as the controllers'
+/// `condition_true` reads it).
+fn is_ready(conditions: &Value) -> bool {
+    conditions
+        .as_array()
+        .is_some_and(|all| all.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
 fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {

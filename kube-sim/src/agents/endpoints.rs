@@ -3,8 +3,12 @@
 //! legacy `v1` Endpoints), for hollow and process pods alike.
 //!
 //! Work is per Service: a pod change marks the Services of its namespace that select it (before or after the
-//! change, found through [`ServiceSelection`]); a pass recomputes each marked Service once from the pods it
-//! selects and writes only what differs.
+//! change, found through [`ServiceSelection`]) when what it adds to their endpoints changed; a pass recomputes
+//! each marked Service once from the pods it selects and writes only what differs.
+//!
+//! What a pod adds ([`contribution`]) is read once per pod change and kept while some Service selects the
+//! pod. A pod's creation and binding add nothing (no IP yet), nor does a kubelet write that leaves its IP,
+//! readiness and ports alone, so most pod changes recompute nothing; and a recomputation reads no pod.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -13,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::endpoint_pod::endpoint_fields;
-use super::service_selection::{ServiceSelection, selector_matches_with};
+use super::service_selection::{Selecting, ServiceSelection, selector_matches_with};
 use super::{Agent, Cache, Key, condition_true, is_terminal, is_terminating, node_name};
 use crate::kinds::Gvr;
 use crate::store::{DeleteOptions, Store, StoredObject};
@@ -59,6 +63,10 @@ pub(super) struct EndpointsController {
     /// What the controllers read of every Service's current version ([`service_fields`]), decoded once per
     /// change: a Service is recomputed at each change of its pods, far more often than it changes itself.
     services: HashMap<Key, Arc<Value>>,
+    /// What each pod some Service selects adds to the endpoints ([`contribution`]; `None`: nothing), as of its
+    /// current version. A selected pod is missing only until its Service is next recomputed (a Service that
+    /// came after the pod's last change), which reads it then.
+    contributions: HashMap<Key, Option<Value>>,
     /// What this controller last wrote per EndpointSlice and Endpoints (resource index, namespace, name): the
     /// stored version and the desired object it came from. The watch echo of its own write then marks nothing
     /// dirty, and a recomputation compares with what it wrote instead of decoding the stored copy.
@@ -71,9 +79,15 @@ struct Written {
     desired: Value,
 }
 
-/// A selected pod with the fields the controllers read of it ([`endpoint_fields`]), decoded once per
-/// recomputation.
-type Member<'a> = (&'a StoredObject, Value);
+/// A selected pod and what it adds to the endpoints ([`contribution`]).
+type Member<'a> = (&'a StoredObject, &'a Value);
+
+/// What a pod version adds to the endpoints of the Services that select it: the fields the controllers read
+/// of it ([`endpoint_fields`]), or `None` when it adds no endpoint (it has no IP, or it has finished).
+fn contribution(pod: &StoredObject) -> Option<Value> {
+    let fields = endpoint_fields(pod);
+    (!is_terminal(&fields) && pod_ip(&fields).is_some()).then_some(fields)
+}
 
 impl EndpointsController {
     pub(super) fn new(store: &Store) -> Self {
@@ -83,6 +97,7 @@ impl EndpointsController {
             slices_of: BTreeMap::new(),
             selection: ServiceSelection::default(),
             services: HashMap::new(),
+            contributions: HashMap::new(),
             written: HashMap::new(),
         }
     }
@@ -113,8 +128,8 @@ impl EndpointsController {
                 }
             }
             PODS => {
-                let hits = self.selection.pod_changed(key, old, new);
-                self.dirty.extend(hits);
+                let selecting = self.selection.pod_changed(key, old, new);
+                self.pod_changed(key, new, &selecting);
             }
             _ => {
                 let own_write = self.is_own_write(kind, key, new);
@@ -139,8 +154,50 @@ impl EndpointsController {
         }
     }
 
+    /// Marks the Services a pod change concerns ([`Selecting`]) whose view of the pod changed: it added
+    /// something to them before and adds something else (or nothing) now, or the other way round. Keeps what
+    /// the pod adds while some Service selects it.
+    fn pod_changed(&mut self, key: &Key, new: Option<&StoredObject>, selecting: &[Selecting]) {
+        // Unknown when the pod was selected only by Services that came after its last change.
+        let known = self.contributions.remove(key);
+        let selected_now = selecting.iter().any(|s| s.now);
+        let current = if selected_now { new.and_then(contribution) } else { None };
+        for s in selecting {
+            let seen_now = current.as_ref().filter(|_| s.now);
+            // What the Service saw of the pod before the change; `None` when that is not known.
+            let seen_before = if s.before {
+                known.as_ref().map(Option::as_ref)
+            } else {
+                Some(None)
+            };
+            let changed = seen_before != Some(seen_now);
+            if changed {
+                self.dirty.insert(s.service.clone());
+            }
+        }
+        if selected_now {
+            self.contributions.insert(key.clone(), current);
+        }
+    }
+
+    /// Reads what the selected pods of `svc` add to its endpoints where it is not known yet (pods selected
+    /// only since the Service's last change).
+    fn read_missing_contributions(&mut self, svc: &Key) {
+        let missing: Vec<Key> = self
+            .selection
+            .members(svc)
+            .filter(|pod| !self.contributions.contains_key(*pod))
+            .cloned()
+            .collect();
+        for pod in missing {
+            let read = self.cache.maps[PODS].get(&pod).and_then(|p| contribution(p));
+            self.contributions.insert(pod, read);
+        }
+    }
+
     /// Brings the Service's EndpointSlices and Endpoints up to date; false when a write failed. The Service is
-    /// read as its last change left it (`services`), and each selected pod once ([`endpoint_fields`]).
+    /// read as its last change left it (`services`), and each selected pod as its last change left it
+    /// (`contributions`).
     fn reconcile(&mut self, store: &Store, key: &Key) -> bool {
         let (ns, name) = key;
         let svc = self.cache.maps[SERVICES].get(key).cloned();
@@ -148,6 +205,9 @@ impl EndpointsController {
             .as_ref()
             .zip(self.services.get(key).cloned())
             .filter(|(_, v)| has_selector(v));
+        if selected.is_some() {
+            self.read_missing_contributions(key);
+        }
         let Some((svc, svc_value)) = selected else {
             // Slices are owned by the Service and go with it; the Endpoints we wrote are removed here.
             let ours = self.cache.maps[ENDPOINTS]
@@ -161,9 +221,11 @@ impl EndpointsController {
         let pods: Vec<Member<'_>> = self
             .selection
             .members(key)
-            .filter_map(|k| self.cache.maps[PODS].get(k))
-            .map(|p| (p.as_ref(), endpoint_fields(p)))
-            .filter(|(_, value)| !is_terminal(value) && pod_ip(value).is_some())
+            .filter_map(|k| {
+                let pod = self.cache.maps[PODS].get(k)?;
+                let adds = self.contributions.get(k)?.as_ref()?;
+                Some((pod.as_ref(), adds))
+            })
             .collect();
         let groups = group_by_ports(&svc_value, &pods);
         let mut ok = true;
@@ -343,7 +405,7 @@ fn group_by_ports<'m, 'a>(svc: &Value, pods: &'m [Member<'a>]) -> Vec<PortGroup<
         let ports: Vec<ResolvedPort> = svc_ports
             .iter()
             .filter_map(|p| {
-                let number = resolve_target_port(p, &member.1)?;
+                let number = resolve_target_port(p, member.1)?;
                 Some((
                     p["name"].as_str().unwrap_or_default().to_string(),
                     number,
@@ -632,6 +694,96 @@ mod tests {
             legacy_addresses(&store)["notReadyAddresses"][0]["ip"],
             json!("10.0.0.7")
         );
+    }
+
+    /// The Services the changes since the controller's last pass mark dirty; then runs the pass.
+    fn noted_dirty(store: &Store, controller: &mut EndpointsController) -> Vec<Key> {
+        for change in controller.cache.sync() {
+            controller.note(change.kind, &change.key, change.old.as_deref(), change.new.as_deref());
+        }
+        let dirty = controller.dirty.iter().cloned().collect();
+        controller.pass(store);
+        dirty
+    }
+
+    /// Writes `status` as pod `name`'s status.
+    fn set_pod_status(store: &Store, name: &str, status: Value) {
+        let mut pod = store.get(&Gvr::pods(), Some("ns"), name).unwrap().value();
+        pod["status"] = status;
+        store.update(&Gvr::pods(), Some("ns"), pod, Some("status")).unwrap();
+    }
+
+    /// A pod change that moves no endpoint (a new pod without an IP, its binding, a kubelet write that keeps
+    /// its IP, readiness and ports) recomputes nothing; one that does (an IP, a readiness flip) marks the
+    /// Service.
+    #[test]
+    fn only_pod_changes_that_move_an_endpoint_mark_their_service() {
+        let head = ("ns".to_string(), "head".to_string());
+        let (store, mut controller) = service_fixture();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "head-0", "labels": {"app": "ray"}},
+            "spec": {"containers": [{"name": "ray", "image": "ray",
+                "ports": [{"name": "dashboard", "containerPort": 8265}]}]}});
+        store.create(&Gvr::pods(), Some("ns"), pod).unwrap();
+        assert_eq!(
+            noted_dirty(&store, &mut controller),
+            Vec::<Key>::new(),
+            "created without an IP"
+        );
+        let mut bound = store.get(&Gvr::pods(), Some("ns"), "head-0").unwrap().value();
+        bound["spec"]["nodeName"] = json!("node-1");
+        store.update(&Gvr::pods(), Some("ns"), bound, None).unwrap();
+        assert_eq!(
+            noted_dirty(&store, &mut controller),
+            Vec::<Key>::new(),
+            "bound, still no IP"
+        );
+        set_pod_status(&store, "head-0", pod_status("10.0.0.7", false));
+        assert_eq!(
+            noted_dirty(&store, &mut controller),
+            std::slice::from_ref(&head),
+            "an IP"
+        );
+        let mut running = pod_status("10.0.0.7", false);
+        running["conditions"][0]["lastTransitionTime"] = json!("2026-12-07T00:00:00Z");
+        running["containerStatuses"] = json!([{"name": "ray", "ready": false, "restartCount": 0}]);
+        set_pod_status(&store, "head-0", running);
+        assert_eq!(
+            noted_dirty(&store, &mut controller),
+            Vec::<Key>::new(),
+            "the same endpoint"
+        );
+        set_pod_status(&store, "head-0", pod_status("10.0.0.7", true));
+        assert_eq!(
+            noted_dirty(&store, &mut controller),
+            std::slice::from_ref(&head),
+            "now ready"
+        );
+        assert_eq!(slices(&store)[0]["endpoints"][0]["conditions"]["ready"], json!(true));
+        set_pod_status(&store, "head-0", json!({"phase": "Succeeded", "podIP": "10.0.0.7"}));
+        assert_eq!(noted_dirty(&store, &mut controller), [head], "finished");
+        assert_eq!(slices(&store)[0]["endpoints"], json!([]));
+    }
+
+    /// A Service created after its pods reads them at its first recomputation, and their later changes reach
+    /// it.
+    #[test]
+    fn a_service_after_its_pods_reads_them_and_follows_their_changes() {
+        let store = Store::new(crate::store::StoreConfig::default());
+        store.create_namespace("ns").unwrap();
+        running_pod(&store, "head-0", "10.0.0.7", true);
+        let mut controller = EndpointsController::new(&store);
+        controller.pass(&store);
+        store
+            .create(&Gvr::services(), Some("ns"), json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "head"},
+                "spec": {"selector": {"app": "ray"}, "ports": [{"name": "dash", "port": 8265, "targetPort": "dashboard"}]}}))
+            .unwrap();
+        controller.pass(&store);
+        assert_eq!(slices(&store)[0]["endpoints"][0]["addresses"], json!(["10.0.0.7"]));
+        set_pod_status(&store, "head-0", pod_status("10.0.0.8", true));
+        controller.pass(&store);
+        assert_eq!(slices(&store)[0]["endpoints"][0]["addresses"], json!(["10.0.0.8"]));
+        assert_eq!(legacy_addresses(&store)["addresses"][0]["ip"], json!("10.0.0.8"));
     }
 
     #[test]

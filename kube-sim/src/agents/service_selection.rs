@@ -51,6 +51,17 @@ struct NamespaceLabels {
     pods: HashMap<(String, String), BTreeSet<Key>>,
 }
 
+/// A Service a pod change concerns: whether it selected the pod before the change, and whether it does now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Selecting {
+    /// The Service.
+    pub service: Key,
+    /// It selected the pod's version before the change.
+    pub before: bool,
+    /// It selects the pod's version after the change.
+    pub now: bool,
+}
+
 /// The pods the selection reads labels from: every pod, by key (the EndpointSlice controller's cache).
 pub(super) type Pods = BTreeMap<Key, Arc<StoredObject>>;
 
@@ -277,8 +288,8 @@ impl ServiceSelection {
     }
 
     /// Records a pod change (`old` and `new` versions, `None` when absent); returns the Services that selected
-    /// the pod before or select it now, in key order.
-    pub fn pod_changed(&mut self, pod: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) -> Vec<Key> {
+    /// the pod before or select it now, in key order, with which of the two.
+    pub fn pod_changed(&mut self, pod: &Key, old: Option<&StoredObject>, new: Option<&StoredObject>) -> Vec<Selecting> {
         self.reindex_pod(pod, old, new);
         let namespace = &pod.0;
         let mut candidates: BTreeSet<&Key> = self
@@ -309,7 +320,11 @@ impl ServiceSelection {
                 }
             }
             if selected_before || selected_now {
-                hits.push(svc.clone());
+                hits.push(Selecting {
+                    service: svc.clone(),
+                    before: selected_before,
+                    now: selected_now,
+                });
             }
         }
         hits
@@ -340,6 +355,11 @@ mod tests {
 
     fn key(namespace: &str, name: &str) -> Key {
         (namespace.to_string(), name.to_string())
+    }
+
+    /// The Services of a pod change's hits, in order.
+    fn services(hits: Vec<Selecting>) -> Vec<Key> {
+        hits.into_iter().map(|hit| hit.service).collect()
     }
 
     /// The pod map of the given pods.
@@ -374,13 +394,27 @@ mod tests {
         // Relabelled from cluster a to b: both Services are touched; only b selects it now.
         let moved = pod("ns", "head", &[("ray.io/cluster", "b"), ("ray.io/node-type", "head")]);
         let hits = selection.pod_changed(&key("ns", "head"), Some(&head), Some(&moved));
-        assert_eq!(hits, [key("ns", "a-head-svc"), key("ns", "b-head-svc")]);
+        assert_eq!(
+            hits,
+            [
+                Selecting {
+                    service: key("ns", "a-head-svc"),
+                    before: true,
+                    now: false
+                },
+                Selecting {
+                    service: key("ns", "b-head-svc"),
+                    before: false,
+                    now: true
+                }
+            ]
+        );
         assert_eq!(selection.members(&key("ns", "a-head-svc")).count(), 0);
         assert_eq!(selection.members(&key("ns", "b-head-svc")).count(), 1);
 
         // Deleted: b is touched and loses it.
         let hits = selection.pod_changed(&key("ns", "head"), Some(&moved), None);
-        assert_eq!(hits, [key("ns", "b-head-svc")]);
+        assert_eq!(services(hits), [key("ns", "b-head-svc")]);
         assert_eq!(selection.members(&key("ns", "b-head-svc")).count(), 0);
 
         // A Service that is gone selects nothing.
@@ -417,7 +451,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            selection.pod_changed(&key("ns", "c-head"), None, Some(&head)),
+            services(selection.pod_changed(&key("ns", "c-head"), None, Some(&head))),
             [key("ns", "c-head-svc")]
         );
     }
@@ -483,13 +517,17 @@ mod tests {
         selection.service_changed(&key("ns", "s"), Some(json!({"tier": null})), &Pods::new());
         let plain = pod("ns", "p", &[("app", "x")]);
         assert_eq!(
-            selection.pod_changed(&key("ns", "p"), None, Some(&plain)),
+            services(selection.pod_changed(&key("ns", "p"), None, Some(&plain))),
             [key("ns", "s")]
         );
         let tiered = pod("ns", "p", &[("tier", "web")]);
         assert_eq!(
             selection.pod_changed(&key("ns", "p"), Some(&plain), Some(&tiered)),
-            [key("ns", "s")],
+            [Selecting {
+                service: key("ns", "s"),
+                before: true,
+                now: false
+            }],
             "selected before the change"
         );
         assert_eq!(selection.members(&key("ns", "s")).count(), 0);
@@ -576,13 +614,16 @@ mod tests {
         namespace: &str,
         old: Option<&StoredObject>,
         new: Option<&StoredObject>,
-    ) -> Vec<Key> {
+    ) -> Vec<Selecting> {
         services
             .iter()
-            .filter(|(svc, s)| {
-                svc.0 == namespace && [old, new].into_iter().flatten().any(|p| selector_matches_labels(s, p))
+            .filter(|(svc, _)| svc.0 == namespace)
+            .map(|(svc, s)| Selecting {
+                service: svc.clone(),
+                before: old.is_some_and(|p| selector_matches_labels(s, p)),
+                now: new.is_some_and(|p| selector_matches_labels(s, p)),
             })
-            .map(|(svc, _)| svc.clone())
+            .filter(|hit| hit.before || hit.now)
             .collect()
     }
 
@@ -626,7 +667,7 @@ mod tests {
     proptest! {
         /// After any sequence of changes, also when the pod map is ahead of the changes noted, the indexes agree
         /// with checking every selector against every pod, and each pod change reports exactly the Services that
-        /// selected the pod before or after it.
+        /// selected the pod before or after it, and which of the two.
         #[test]
         fn the_index_agrees_with_scanning(ops in prop::collection::vec(op(), 1..40)) {
             let mut selection = ServiceSelection::default();
