@@ -18,7 +18,7 @@ use crate::store::StoredObject;
 /// `status.phase`, `podIP`, and of `conditions` only whether the pod is Ready, as one `Ready` condition). Two
 /// versions of a pod that read alike then compare equal, whatever else changed (a condition's timestamps, a
 /// container's state). A document that does not have the expected shape is decoded whole instead, so it reads
-/// exactly as before.
+/// exactly as before (and two such versions compare equal only when the whole documents do).
 pub(super) fn endpoint_fields(pod: &StoredObject) -> Value {
     match serde_json::from_slice::<ObjectOnly<PodView>>(&pod.json) {
         Ok(view) => into_document(view.0),

@@ -6,9 +6,10 @@
 //! change, found through [`ServiceSelection`]) when what it adds to their endpoints changed; a pass recomputes
 //! each marked Service once from the pods it selects and writes only what differs.
 //!
-//! What a pod adds ([`contribution`]) is read once per pod change and kept while some Service selects the
-//! pod. A pod's creation and binding add nothing (no IP yet), nor does a kubelet write that leaves its IP,
-//! readiness and ports alone, so most pod changes recompute nothing; and a recomputation reads no pod.
+//! What a pod adds ([`contribution`]) is read once per pod change and kept while some Service selected the pod
+//! at its last change. A pod's creation and binding add nothing (no IP yet), nor does a kubelet write that
+//! leaves its IP, readiness and ports alone, so most pod changes recompute nothing; and a recomputation reads
+//! only the pods its Service selects that were not read yet (those of a Service newer than their last change).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -63,9 +64,10 @@ pub(super) struct EndpointsController {
     /// What the controllers read of every Service's current version ([`service_fields`]), decoded once per
     /// change: a Service is recomputed at each change of its pods, far more often than it changes itself.
     services: HashMap<Key, Arc<Value>>,
-    /// What each pod some Service selects adds to the endpoints ([`contribution`]; `None`: nothing), as of its
-    /// current version. A selected pod is missing only until its Service is next recomputed (a Service that
-    /// came after the pod's last change), which reads it then.
+    /// What each pod some Service selected at its last change adds to the endpoints ([`contribution`]; `None`:
+    /// nothing), as of its current version (an entry outlives the Services that selected it until the pod's
+    /// next change, still accurate). A selected pod is missing only until its Service is next recomputed (a
+    /// Service that came after the pod's last change), which reads it then.
     contributions: HashMap<Key, Option<Value>>,
     /// What this controller last wrote per EndpointSlice and Endpoints (resource index, namespace, name): the
     /// stored version and the desired object it came from. The watch echo of its own write then marks nothing
