@@ -131,7 +131,7 @@ impl EndpointsController {
             }
             PODS => {
                 let selecting = self.selection.pod_changed(key, old, new);
-                self.pod_changed(key, new, &selecting);
+                self.mark_moved_endpoints(key, new, &selecting);
             }
             _ => {
                 let own_write = self.is_own_write(kind, key, new);
@@ -159,7 +159,7 @@ impl EndpointsController {
     /// Marks the Services a pod change concerns ([`Selecting`]) whose view of the pod changed: it added
     /// something to them before and adds something else (or nothing) now, or the other way round. Keeps what
     /// the pod adds while some Service selects it.
-    fn pod_changed(&mut self, key: &Key, new: Option<&StoredObject>, selecting: &[Selecting]) {
+    fn mark_moved_endpoints(&mut self, key: &Key, new: Option<&StoredObject>, selecting: &[Selecting]) {
         // Unknown when the pod was selected only by Services that came after its last change.
         let known = self.contributions.remove(key);
         let selected_now = selecting.iter().any(|s| s.now);
@@ -172,8 +172,7 @@ impl EndpointsController {
             } else {
                 Some(None)
             };
-            let changed = seen_before != Some(seen_now);
-            if changed {
+            if seen_before != Some(seen_now) {
                 self.dirty.insert(s.service.clone());
             }
         }
@@ -686,9 +685,7 @@ mod tests {
         let (store, mut controller) = service_fixture();
         running_pod(&store, "head-0", "10.0.0.7", true);
         controller.pass(&store);
-        let mut pod = store.get(&Gvr::pods(), Some("ns"), "head-0").unwrap().value();
-        pod["status"] = pod_status("10.0.0.7", false);
-        store.update(&Gvr::pods(), Some("ns"), pod, Some("status")).unwrap();
+        set_pod_status(&store, "head-0", pod_status("10.0.0.7", false));
         controller.pass(&store);
         let slice = &slices(&store)[0];
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], json!(false));
